@@ -1,0 +1,3 @@
+module github.com/mitrity/mitrity/admission
+
+go 1.26

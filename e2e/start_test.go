@@ -1,0 +1,35 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestBinariesStart runs every binary as a subprocess with --version and
+// --help: each must exit 0 and name itself on stdout.
+func TestBinariesStart(t *testing.T) {
+	t.Parallel()
+	for _, name := range binaries {
+		for _, flag := range []string{"--version", "--help"} {
+			t.Run(name+"/"+flag, func(t *testing.T) {
+				t.Parallel()
+				path := binPath(t, name)
+				ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+				defer cancel()
+				var stdout, stderr bytes.Buffer
+				cmd := exec.CommandContext(ctx, path, flag)
+				cmd.Stdout, cmd.Stderr = &stdout, &stderr
+				if err := cmd.Run(); err != nil {
+					t.Fatalf("%s %s: %v\nstdout:\n%s\nstderr:\n%s", name, flag, err, &stdout, &stderr)
+				}
+				if !strings.Contains(stdout.String(), name) {
+					t.Errorf("%s %s: stdout does not name the binary:\n%s", name, flag, &stdout)
+				}
+			})
+		}
+	}
+}

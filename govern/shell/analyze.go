@@ -1,0 +1,184 @@
+package shell
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/mitrity/mitrity/govern"
+)
+
+const (
+	defaultMaxScriptDepth = 8
+	defaultMaxScriptBytes = 1 << 20
+	// maxCommands bounds the work one analysis may do (function calls are
+	// walked at each call site, so text can multiply); past it the rest is
+	// opaque rather than slow.
+	maxCommands = 20000
+	// maxFields bounds what one word may expand to (brace expansion).
+	maxFields = 4096
+)
+
+// Analyze parses and resolves in.Text. It never executes anything and never
+// returns nil: a text it cannot judge comes back with a Denial.
+func Analyze(in Input) *Analysis {
+	a := &Analysis{Dialect: in.Dialect}
+	if in.Dialect != DialectBash && in.Dialect != DialectSh {
+		a.Denial = &Denial{Reason: govern.ReasonInvalidInput, Message: fmt.Sprintf("dialect %q is not bash or sh", in.Dialect)}
+		return a
+	}
+	if d := checkText(in.Text); d != nil {
+		a.Denial = d
+		return a
+	}
+	text, creds := RewriteCredentials(in.Text)
+	a.Text = text
+	a.Credentials = creds
+	sum := sha256.Sum256([]byte(text))
+	a.SHA256 = hex.EncodeToString(sum[:])
+
+	f, err := parse(text, "", in.Dialect)
+	if err != nil {
+		a.Denial = parseDenial(err, "")
+		return a
+	}
+	w := newWalker(&in, a)
+	w.walkFile(f, frame{src: text, dialect: in.Dialect})
+	w.finish()
+	return a
+}
+
+// checkText refuses what the parser and the shell could read differently.
+func checkText(text string) *Denial {
+	if len(text) > MaxCommandBytes {
+		return &Denial{Reason: govern.ReasonInvalidInput, Message: fmt.Sprintf("command is %d bytes; the limit is %d (64 KiB)", len(text), MaxCommandBytes)}
+	}
+	line, col := uint(1), uint(1)
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		if c < 0x20 && c != '\t' && c != '\n' || c == 0x7f {
+			name := fmt.Sprintf("control character 0x%02x", c)
+			switch c {
+			case 0:
+				name = "NUL byte"
+			case '\r':
+				name = "carriage return (CR)"
+			}
+			return &Denial{Reason: govern.ReasonInvalidInput, Pos: Pos{Line: line, Col: col},
+				Message: fmt.Sprintf("%s at %d:%d; the parser and the shell could read it differently, so it is refused (use printf escapes like \\r or \\x00 inside quotes instead)", name, line, col)}
+		}
+		if c == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	return nil
+}
+
+// RewriteCredentials turns every ${credential:<id>} into ${MITRITY_CRED_<ID>}
+// (id upper-cased, anything not a letter or digit becoming _) and returns the
+// rewritten text and the ids referenced, in order of first use.
+func RewriteCredentials(text string) (string, []string) {
+	const open = "${credential:"
+	if !strings.Contains(text, open) {
+		return text, nil
+	}
+	var b strings.Builder
+	var ids []string
+	seen := map[string]bool{}
+	for {
+		i := strings.Index(text, open)
+		if i < 0 {
+			b.WriteString(text)
+			break
+		}
+		j := strings.IndexByte(text[i+len(open):], '}')
+		if j < 0 {
+			b.WriteString(text)
+			break
+		}
+		id := text[i+len(open) : i+len(open)+j]
+		if !validCredentialID(id) {
+			b.WriteString(text[:i+len(open)])
+			text = text[i+len(open):]
+			continue
+		}
+		b.WriteString(text[:i])
+		b.WriteString("${")
+		b.WriteString(CredentialVar(id))
+		b.WriteString("}")
+		text = text[i+len(open)+j+1:]
+		if !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	return b.String(), ids
+}
+
+func validCredentialID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// CredentialPrefix starts the name of every variable that carries a brokered
+// credential.
+const CredentialPrefix = "MITRITY_CRED_"
+
+// CredentialDirVar names the directory holding credential files.
+const CredentialDirVar = "MITRITY_CRED_DIR"
+
+// CredentialVar is the variable a credential id is injected as.
+func CredentialVar(id string) string {
+	b := []byte(strings.ToUpper(id))
+	for i, c := range b {
+		if !(c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			b[i] = '_'
+		}
+	}
+	return CredentialPrefix + string(b)
+}
+
+func parse(text, name string, d Dialect) (*syntax.File, error) {
+	lang := syntax.LangBash
+	if d == DialectSh {
+		lang = syntax.LangPOSIX
+	}
+	return syntax.NewParser(syntax.Variant(lang)).Parse(strings.NewReader(text), name)
+}
+
+func parseDenial(err error, file string) *Denial {
+	var pe syntax.ParseError
+	if errors.As(err, &pe) {
+		return &Denial{Reason: govern.ReasonParseError, Pos: Pos{File: file, Line: pe.Pos.Line(), Col: pe.Pos.Col()},
+			Message: fmt.Sprintf("the command does not parse: %s", pe.Error())}
+	}
+	var le syntax.LangError
+	if errors.As(err, &le) {
+		return &Denial{Reason: govern.ReasonParseError, Pos: Pos{File: file, Line: le.Pos.Line(), Col: le.Pos.Col()},
+			Message: fmt.Sprintf("the command does not parse: %s", le.Error())}
+	}
+	return &Denial{Reason: govern.ReasonParseError, Message: fmt.Sprintf("the command does not parse: %v", err)}
+}
+
+// within reports whether path is root or below it.
+func within(path, root string) bool {
+	if root == "/" {
+		return strings.HasPrefix(path, "/")
+	}
+	rel, err := filepath.Rel(root, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel)
+}

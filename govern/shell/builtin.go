@@ -1,0 +1,343 @@
+package shell
+
+import (
+	"path"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// builtin handles the builtins that run code, change what names mean or
+// move values between variables.
+func (w *walker) builtin(args []arg, cmd *Command, fr frame) {
+	name := args[0].Value
+	switch name {
+	case "exec", "command", "builtin":
+		w.wrapper(mustUnwrap(cmd.Argv), args, cmd, fr)
+		return
+	}
+	w.emit(cmd)
+	rest := args[1:]
+	switch name {
+	case "eval":
+		w.checkArgv(args, cmd, "eval (its arguments become code)")
+		w.nested(joinArgs(rest), fr.dialect, cmd.Pos, fr, "eval")
+	case "source", ".":
+		ops := rest
+		if len(ops) > 0 && ops[0].Value == "--" && !ops[0].Dynamic {
+			ops = ops[1:]
+		}
+		if len(ops) == 0 {
+			return
+		}
+		c := fr
+		for _, a := range ops[1:] {
+			if a.tainted != "" {
+				c.posTaint = true
+			}
+		}
+		w.scriptOperand(ops[0].Word, scriptSource, cmd.Pos, c, true)
+	case "trap":
+		ops := rest
+		if len(ops) > 0 && ops[0].Value == "--" && !ops[0].Dynamic {
+			ops = ops[1:]
+		}
+		if len(ops) >= 2 && !ops[0].Dynamic && (ops[0].Value == "-" || ops[0].Value == "") {
+			return
+		}
+		if len(ops) >= 1 && !(!ops[0].Dynamic && strings.HasPrefix(ops[0].Value, "-")) {
+			if len(ops) == 1 && !ops[0].Dynamic && isFD(ops[0].Value) {
+				return // trap N: reset
+			}
+			w.checkArgv(ops[:1], cmd, "trap (its argument becomes code)")
+			c := fr
+			c.cond = true
+			w.nested(ops[0].Word, fr.dialect, cmd.Pos, c, "trap")
+		}
+	case "read", "mapfile", "readarray", "getopts":
+		w.readVars(name, rest, cmd, fr)
+	case "printf":
+		for i := 0; i+1 < len(rest); i++ {
+			if rest[i].Value == "-v" && !rest[i].Dynamic {
+				taint := false
+				for _, a := range rest[i+2:] {
+					if a.tainted != "" {
+						taint = true
+					}
+				}
+				w.setVar(rest[i+1].Value, &value{tainted: taint}, fr)
+				break
+			}
+			if rest[i].Value == "--" || !strings.HasPrefix(rest[i].Value, "-") {
+				break
+			}
+		}
+	case "set":
+		for i, a := range rest {
+			if a.Value == "--" && !a.Dynamic {
+				w.setPositional(rest[i+1:], fr)
+				break
+			}
+		}
+	case "cd", "pushd", "chdir":
+		ops := operands(cmd.Argv[1:])
+		switch {
+		case len(rest) == 0:
+			w.cwd = w.in.Home
+		case len(ops) == 1 && len(ops) == countStatic(rest):
+			if ops[0] == "-" {
+				w.cwd = ""
+			} else if a := w.abs(ops[0]); a != "" {
+				w.cwd = a
+			}
+		default:
+			w.cwd = ""
+		}
+		if fr.cond {
+			w.cwd = ""
+		}
+	case "popd":
+		w.cwd = ""
+	case "unset":
+		fn := false
+		for _, a := range rest {
+			switch {
+			case a.Dynamic:
+				w.flag(FlagOpaque, cmd.Pos, "unset of a name known only at run time")
+			case a.Value == "-f":
+				fn = true
+			case a.Value == "-v" || a.Value == "-n":
+			case fn:
+				delete(w.funcs, a.Value)
+			default:
+				w.setVar(a.Value, &value{known: true}, fr)
+			}
+		}
+	case "enable":
+		for _, a := range rest {
+			if a.Dynamic {
+				w.flag(FlagEnableBuiltin, cmd.Pos, "enable with an argument known only at run time")
+				w.builtinsDisabled = true
+				continue
+			}
+			if strings.HasPrefix(a.Value, "-") && strings.Contains(a.Value, "f") {
+				w.flag(FlagEnableBuiltin, cmd.Pos, "enable -f loads a shared object into the shell")
+			}
+			if strings.HasPrefix(a.Value, "-") && strings.Contains(a.Value, "n") {
+				w.flag(FlagEnableBuiltin, cmd.Pos, "enable -n turns builtins off: their names then run programs")
+				w.builtinsDisabled = true
+			}
+		}
+	case "alias":
+		if len(rest) > 0 {
+			w.flag(FlagAlias, cmd.Pos, "alias redefines what a command name runs")
+		}
+	case "hash":
+		for _, a := range rest {
+			if strings.HasPrefix(a.Value, "-") && strings.Contains(a.Value, "p") {
+				w.flag(FlagAlias, cmd.Pos, "hash -p maps a command name to another file")
+			}
+		}
+	case "shopt":
+		for _, a := range rest {
+			if a.Value == "expand_aliases" || a.Dynamic {
+				w.flag(FlagAlias, cmd.Pos, "shopt %s may turn on alias expansion", a.Value)
+			}
+		}
+	case "declare", "typeset", "local", "export", "readonly":
+		// Reached only through `builtin declare` or `command export`: the
+		// parser saw words, not assignments.
+		for _, a := range rest {
+			if a.Dynamic {
+				w.flag(FlagOpaque, cmd.Pos, "%s with an argument known only at run time may set any variable", name)
+				w.forgetVars()
+				continue
+			}
+			if i := strings.IndexByte(a.Value, '='); i > 0 {
+				n := strings.TrimSuffix(a.Value[:i], "+")
+				w.assignName(n, cmd.Pos)
+				w.setVar(n, &value{tainted: a.tainted != ""}, fr)
+			}
+		}
+	}
+}
+
+// mustUnwrap peels exec, command and builtin, which are always wrappers.
+func mustUnwrap(argv []Word) unwrapped {
+	u, ok := unwrap(argv)
+	if !ok {
+		return unwrapped{Wrapper: argv[0].Value, Opaque: argv[0].Value + ": options not understood"}
+	}
+	return u
+}
+
+func countStatic(args []arg) int {
+	n := 0
+	for _, a := range args {
+		if !a.Dynamic {
+			n++
+		}
+	}
+	return n
+}
+
+func joinArgs(args []arg) Word {
+	var b strings.Builder
+	dyn := false
+	for i, a := range args {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(a.Value)
+		dyn = dyn || a.Dynamic
+	}
+	return Word{Value: b.String(), Dynamic: dyn}
+}
+
+// readVars handles builtins that assign what they read from stdin.
+func (w *walker) readVars(name string, rest []arg, cmd *Command, fr frame) {
+	taint := fr.stdinTaint != ""
+	var names []string
+	optArg := map[string]string{"read": "adniNpt", "mapfile": "dnOsuC", "readarray": "dnOsuC"}[name]
+	for i := 0; i < len(rest); i++ {
+		a := rest[i]
+		if a.Dynamic {
+			w.flag(FlagOpaque, cmd.Pos, "%s with an argument known only at run time", name)
+			w.forgetVars()
+			return
+		}
+		if name != "getopts" && strings.HasPrefix(a.Value, "-") && len(a.Value) > 1 {
+			flags := a.Value[1:]
+			for j, c := range flags {
+				if strings.ContainsRune(optArg, c) {
+					if j == len(flags)-1 && i+1 < len(rest) {
+						if c == 'a' {
+							names = append(names, rest[i+1].Value)
+						}
+						i++
+					} else if c == 'a' {
+						names = append(names, flags[j+1:])
+					}
+					break
+				}
+			}
+			continue
+		}
+		names = append(names, a.Value)
+	}
+	switch name {
+	case "read":
+		if len(names) == 0 {
+			names = []string{"REPLY"}
+		}
+	case "mapfile", "readarray":
+		if len(names) == 0 {
+			names = []string{"MAPFILE"}
+		}
+	case "getopts":
+		if len(names) >= 2 {
+			names = names[1:2]
+		}
+		names = append(names, "OPTARG")
+		taint = fr.posTaint
+	}
+	for _, n := range names {
+		w.setVar(n, &value{tainted: taint}, fr)
+	}
+}
+
+func (w *walker) setPositional(args []arg, fr frame) {
+	_ = fr
+	for _, a := range args {
+		if a.tainted != "" {
+			w.posTainted = true
+		}
+	}
+}
+
+// forgetVars drops every known value: something assigned a variable the
+// analyzer cannot name.
+func (w *walker) forgetVars() {
+	for name, v := range w.vars {
+		w.vars[name] = &value{tainted: v.tainted}
+	}
+	w.vars["IFS"] = &value{}
+}
+
+// assignName flags assignments to variables that change what runs.
+func (w *walker) assignName(name string, pos Pos) {
+	if why, ok := dangerousEnv(name); ok {
+		w.flag(FlagDangerousEnv, pos, "%s=: %s", name, why)
+	}
+}
+
+// declClause handles declare, typeset, local, export, readonly, nameref.
+func (w *walker) declClause(dc *syntax.DeclClause, redirs []Redirect, fr frame) {
+	pos := fr.pos(dc)
+	for _, as := range dc.Args {
+		w.assignSubst(as, fr)
+	}
+	argv := []Word{{Value: dc.Variant.Value}}
+	nameref, integer, funcs := dc.Variant.Value == "nameref", false, false
+	for _, as := range dc.Args {
+		if as.Name == nil {
+			// An option or a word known only at run time.
+			if as.Value != nil && w.isStatic(as.Value) {
+				s, _ := w.literal(as.Value)
+				argv = append(argv, Word{Value: s})
+				if strings.HasPrefix(s, "-") || strings.HasPrefix(s, "+") {
+					nameref = nameref || strings.HasPrefix(s, "-") && strings.Contains(s, "n")
+					integer = integer || strings.HasPrefix(s, "-") && strings.Contains(s, "i")
+					funcs = funcs || strings.ContainsAny(s, "fF")
+					continue
+				}
+				if i := strings.IndexByte(s, '='); i > 0 {
+					// declare "x=y": the parser keeps it as a word.
+					n := strings.TrimSuffix(s[:i], "+")
+					w.assignName(n, pos)
+					w.setVar(n, &value{tainted: w.taintOf(as.Value, &fr) != ""}, fr)
+				}
+				continue
+			}
+			if as.Value != nil {
+				argv = append(argv, Word{Value: fr.srcOf(as.Value), Dynamic: true})
+			}
+			w.flag(FlagOpaque, pos, "%s with an argument known only at run time may set any variable", dc.Variant.Value)
+			w.forgetVars()
+			continue
+		}
+		argv = append(argv, Word{Value: fr.srcOf(as)})
+		if funcs {
+			continue
+		}
+		name := as.Name.Value
+		w.assignName(name, pos)
+		if nameref {
+			target, ok := w.literal(as.Value)
+			w.flag(FlagNameref, pos, "declare -n makes %s another name for %s", name, target)
+			if !ok {
+				w.setVar(name, &value{tainted: true}, fr)
+				continue
+			}
+			w.setVar(name, &value{nameref: target}, fr)
+			continue
+		}
+		if as.Naked {
+			continue // export x: attributes only
+		}
+		w.assign(as, fr, integer)
+	}
+	cmd := &Command{Pos: pos, Argv: argv, Kind: "builtin", Context: fr.context, Redirects: redirs}
+	w.emit(cmd)
+}
+
+// isSystemPath reports whether a program path is in the host's standard
+// binary directories, which are read-only in the sandbox.
+func isSystemPath(p string) bool {
+	for _, dir := range []string{"/bin/", "/sbin/", "/usr/bin/", "/usr/sbin/", "/usr/local/bin/", "/usr/local/sbin/", "/usr/lib/", "/usr/libexec/", "/usr/local/lib/"} {
+		if strings.HasPrefix(path.Clean(p), dir) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,370 @@
+package shell
+
+import (
+	"path"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/mitrity/mitrity/govern"
+)
+
+// callExpr handles one simple command: assignments, words, redirections.
+func (w *walker) callExpr(ce *syntax.CallExpr, redirs []Redirect, fr frame) {
+	for _, as := range ce.Assigns {
+		w.assignSubst(as, fr)
+	}
+	for _, word := range ce.Args {
+		w.substitutions(word, fr)
+	}
+	pos := fr.pos(ce)
+	if len(ce.Args) == 0 {
+		// Plain assignments change the shell's own variables.
+		for _, as := range ce.Assigns {
+			w.assign(as, fr, false)
+		}
+		return
+	}
+	var prefix []string
+	for _, as := range ce.Assigns {
+		if as.Name == nil {
+			continue
+		}
+		prefix = append(prefix, as.Name.Value)
+		w.prefixAssign(as.Name.Value, pos, fr)
+	}
+	args := w.resolveArgs(ce.Args, &fr)
+	if len(args) > 0 && !args[0].Dynamic && hasGlob(ce.Args[0]) {
+		w.flag(FlagGlobCommand, pos, "command name %q has glob characters: the file it runs is chosen at run time", args[0].Value)
+		args[0].Dynamic = true
+	}
+	w.run(args, &Command{Pos: pos, Assigns: prefix, Redirects: redirs}, fr, lookupAll)
+}
+
+// lookup says which kinds of command a name may resolve to: wrappers such
+// as env and sudo only ever run programs, `command` skips functions and
+// `builtin` runs only builtins.
+type lookup int
+
+const (
+	lookupAll lookup = iota
+	lookupNoFunc
+	lookupExternal
+	lookupBuiltin
+)
+
+// prefixAssign checks an environment assignment that applies to one command.
+func (w *walker) prefixAssign(name string, pos Pos, fr frame) {
+	if why, ok := dangerousEnv(name); ok {
+		w.flag(FlagDangerousEnv, pos, "%s=: %s", name, why)
+	}
+}
+
+func (w *walker) assignSubst(as *syntax.Assign, fr frame) {
+	if as.Value != nil {
+		w.substitutions(as.Value, fr)
+	}
+	if as.Index != nil {
+		w.arith(as.Index, fr)
+	}
+	if as.Array != nil {
+		for _, el := range as.Array.Elems {
+			if el.Index != nil {
+				w.arith(el.Index, fr)
+			}
+			w.substitutions(el.Value, fr)
+		}
+	}
+}
+
+// assign records a shell variable assignment (a=b, declare a=b, a+=(x)).
+func (w *walker) assign(as *syntax.Assign, fr frame, numeric bool) {
+	if as.Name == nil {
+		return
+	}
+	name := as.Name.Value
+	v := &value{}
+	switch {
+	case as.Array != nil:
+		v.isList = true
+		v.known = !as.Append && as.Index == nil
+		for _, el := range as.Array.Elems {
+			if t := w.taintOf(el.Value, &fr); t != "" {
+				v.tainted = true
+			}
+			if el.Index != nil || el.Value == nil || !w.isStatic(el.Value) {
+				v.known = false
+				continue
+			}
+			fs, ok := w.fields(el.Value)
+			if !ok {
+				v.known = false
+				continue
+			}
+			v.list = append(v.list, fs...)
+		}
+	case as.Value != nil:
+		v.tainted = w.taintOf(as.Value, &fr) != ""
+		if as.Index == nil && !as.Append {
+			if s, ok := w.literal(as.Value); ok {
+				v.known, v.str = true, s
+				v.numeric = isInteger(s)
+			} else {
+				v.numeric = numericWord(as.Value)
+			}
+		} else if as.Append {
+			if old, ok := w.vars[name]; ok && old.known && !old.isList && as.Index == nil {
+				if s, ok := w.literal(as.Value); ok {
+					v.known, v.str = true, old.str+s
+				}
+			}
+		}
+	default:
+		v.known, v.str = true, ""
+	}
+	if numeric {
+		v.numeric = true
+		v.known = v.known && isInteger(v.str)
+	}
+	if old, ok := w.vars[name]; ok && (as.Append || as.Index != nil) && old.tainted {
+		v.tainted = true
+	}
+	if name == "IFS" && !v.known {
+		w.flag(FlagOpaque, fr.pos(as), "IFS is set to a value known only at run time: word splitting cannot be resolved")
+	}
+	w.setVar(name, v, fr)
+}
+
+func isInteger(s string) bool {
+	s = strings.TrimPrefix(strings.TrimSpace(s), "-")
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// numericWord reports whether a word only ever yields a number: $((...)),
+// ${#x}, $#, $?.
+func numericWord(wd *syntax.Word) bool {
+	if len(wd.Parts) != 1 {
+		return false
+	}
+	p := wd.Parts[0]
+	if dq, ok := p.(*syntax.DblQuoted); ok && len(dq.Parts) == 1 {
+		p = dq.Parts[0]
+	}
+	switch p := p.(type) {
+	case *syntax.ArithmExp:
+		return true
+	case *syntax.ParamExp:
+		if p.Length {
+			return true
+		}
+		if p.Param != nil && (p.Param.Value == "#" || p.Param.Value == "?" || p.Param.Value == "$" || p.Param.Value == "!") && p.Exp == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// run dispatches one resolved command: functions, builtins, wrappers,
+// shells, and external programs.
+func (w *walker) run(args []arg, cmd *Command, fr frame, mode lookup) {
+	if !w.budget(cmd.Pos) {
+		return
+	}
+	cmd.Context = fr.context
+	cmd.Argv = words(args)
+	if len(args) == 0 {
+		return
+	}
+	name := args[0]
+	if name.Dynamic {
+		cmd.Kind = "unknown"
+		cmd.Opaque = "the command name is known only at run time"
+		w.flag(FlagDynamicCommand, cmd.Pos, "command name %s is known only at run time", name.Value)
+		w.checkArgv(args, cmd, "a command whose name is known only at run time")
+		w.emit(cmd)
+		return
+	}
+	base := path.Base(name.Value)
+	bare := !strings.Contains(name.Value, "/")
+	switch {
+	case bare && mode == lookupAll && w.funcs[name.Value] != nil:
+		cmd.Kind = "function"
+		w.emit(cmd)
+		w.callFunc(name.Value, args, cmd.Pos, fr)
+		return
+	case bare && (mode == lookupAll || mode == lookupNoFunc || mode == lookupBuiltin) && w.isBuiltin(name.Value, fr.dialect):
+		cmd.Kind = "builtin"
+		w.builtin(args, cmd, fr)
+		return
+	case mode == lookupBuiltin:
+		cmd.Kind = "builtin"
+		cmd.Opaque = name.Value + " is not a builtin"
+		w.emit(cmd)
+		return
+	}
+	cmd.Kind = "external"
+	w.checkArgv(args, cmd, base)
+	if strings.Contains(name.Value, "/") {
+		w.commandPath(name.Value, cmd.Pos, fr)
+	} else if p, ok := w.lookPath(name.Value); ok && w.underInspection(p) {
+		w.inspectExecutable(p, name.Value, cmd.Pos, fr)
+	}
+	if u, ok := unwrap(cmd.Argv); ok {
+		w.wrapper(u, args, cmd, fr)
+		return
+	}
+	if d, ok := shells[base]; ok {
+		w.emit(cmd)
+		w.shell(args, d, cmd, fr)
+		return
+	}
+	if otherShells[base] {
+		cmd.Opaque = base + " runs code in a grammar the analyzer does not model"
+		w.flag(FlagOpaque, cmd.Pos, "%s", cmd.Opaque)
+	}
+	w.external(args, cmd, fr)
+	w.emit(cmd)
+}
+
+func words(args []arg) []Word {
+	out := make([]Word, len(args))
+	for i, a := range args {
+		out[i] = a.Word
+	}
+	return out
+}
+
+func (w *walker) emit(cmd *Command) {
+	w.a.Commands = append(w.a.Commands, *cmd)
+}
+
+// checkArgv denies a credential value in the argument list of a process.
+func (w *walker) checkArgv(args []arg, cmd *Command, what string) {
+	for _, a := range args {
+		if a.tainted == "" {
+			continue
+		}
+		w.denyArgv(a.tainted, what, a.pos)
+		return
+	}
+}
+
+func (w *walker) denyArgv(variable, what string, pos Pos) {
+	ref := variable
+	if !strings.HasPrefix(ref, "$") {
+		ref = "$" + ref
+	}
+	w.deny(govern.ReasonCredentialInArgv, pos, "the value of "+ref+" would be placed on the command line of "+what+
+		" at "+pos.String()+", where every process of the same user can read it. "+
+		"Pass it without an argument instead: leave it in the environment for tools that read it there "+
+		"(gh, aws, PGPASSWORD), assign it for one command (NAME=\"$VAR\" cmd), feed it through a redirection, "+
+		"here-string or here-document (cmd --header @- <<< \"Authorization: Bearer $VAR\"), "+
+		"use a credential file under $MITRITY_CRED_DIR, or use it only in shell builtins such as printf or echo.")
+}
+
+// external handles what an external program does beyond its argv: scripts
+// it runs, code it evaluates, files it writes.
+func (w *walker) external(args []arg, cmd *Command, fr frame) {
+	argv := cmd.Argv
+	base := path.Base(argv[0].Value)
+	for _, h := range toolHazards(argv) {
+		w.flag(h.Kind, cmd.Pos, "%s", h.Detail)
+		if h.Code != nil {
+			w.subshell(func() { w.nested(*h.Code, DialectSh, cmd.Pos, fr, base+" "+string(h.Kind)) })
+		}
+	}
+	if interpreters[strings.TrimRight(base, "0123456789.")] {
+		w.interpreterScript(argv, cmd.Pos, fr)
+	}
+	w.fileWrites(argv, cmd.Pos, fr)
+	switch base {
+	case "sudo", "doas", "su", "runuser", "pkexec":
+		w.flag(FlagPrivilege, cmd.Pos, "%s changes the user commands run as", base)
+	}
+}
+
+// fileWrites records files the common tools write, for write-then-run links.
+func (w *walker) fileWrites(argv []Word, pos Pos, fr frame) {
+	base := path.Base(argv[0].Value)
+	ops := operands(argv[1:])
+	switch base {
+	case "tee":
+		for _, o := range ops {
+			w.noteWrite(o, pos, fr)
+		}
+	case "cp", "mv", "install", "ln":
+		if len(ops) >= 2 {
+			dst := ops[len(ops)-1]
+			w.noteWrite(dst, pos, fr)
+			for _, src := range ops[:len(ops)-1] {
+				w.noteWrite(path.Join(dst, path.Base(src)), pos, fr)
+			}
+		}
+	case "sed":
+		inPlace := false
+		for _, a := range argv[1:] {
+			if strings.HasPrefix(a.Value, "-i") || strings.HasPrefix(a.Value, "--in-place") {
+				inPlace = true
+			}
+		}
+		if inPlace {
+			for _, o := range ops {
+				w.noteWrite(o, pos, fr)
+			}
+		}
+	case "curl", "wget":
+		for i := 1; i < len(argv); i++ {
+			v := argv[i].Value
+			switch {
+			case (v == "-o" || v == "--output" || v == "-O" || v == "--output-document") && i+1 < len(argv) && !argv[i+1].Dynamic:
+				if base == "curl" && v == "-O" {
+					continue
+				}
+				w.noteWrite(argv[i+1].Value, pos, fr)
+			case strings.HasPrefix(v, "--output=") || strings.HasPrefix(v, "--output-document="):
+				w.noteWrite(v[strings.IndexByte(v, '=')+1:], pos, fr)
+			}
+		}
+	case "dd":
+		for _, a := range argv[1:] {
+			if strings.HasPrefix(a.Value, "of=") && !a.Dynamic {
+				w.noteWrite(a.Value[3:], pos, fr)
+			}
+		}
+	case "chmod", "touch", "truncate":
+		// These change or create files that may run later.
+		for _, o := range ops {
+			if !strings.HasPrefix(o, "+") && !strings.ContainsAny(o, "=") {
+				w.noteWrite(o, pos, fr)
+			}
+		}
+	}
+}
+
+// operands returns the static words that are not options.
+func operands(argv []Word) []string {
+	var out []string
+	dash := false
+	for _, a := range argv {
+		if a.Dynamic {
+			continue
+		}
+		if !dash && a.Value == "--" {
+			dash = true
+			continue
+		}
+		if !dash && strings.HasPrefix(a.Value, "-") && a.Value != "-" {
+			continue
+		}
+		out = append(out, a.Value)
+	}
+	return out
+}

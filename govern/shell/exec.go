@@ -1,0 +1,247 @@
+package shell
+
+import (
+	"path"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// wrapper handles a command that runs other commands: env, sudo, timeout,
+// xargs, find -exec, exec, command, builtin...
+func (w *walker) wrapper(u unwrapped, args []arg, cmd *Command, fr frame) {
+	if u.Opaque != "" {
+		cmd.Opaque = u.Opaque
+		w.flag(FlagOpaque, cmd.Pos, "%s: %s", u.Wrapper, u.Opaque)
+	}
+	w.emit(cmd)
+	if u.Privilege {
+		w.flag(FlagPrivilege, cmd.Pos, "%s changes the user or root the command runs as", u.Wrapper)
+	}
+	var prefix []string
+	for _, a := range u.Assigns {
+		name, _, _ := strings.Cut(a.Value, "=")
+		if a.Dynamic {
+			w.flag(FlagOpaque, cmd.Pos, "%s sets an environment variable named at run time", u.Wrapper)
+			continue
+		}
+		prefix = append(prefix, name)
+		w.prefixAssign(name, cmd.Pos, fr)
+	}
+	for _, code := range u.Code {
+		w.checkArgv(w.mapBack([]Word{code}, args), cmd, u.Wrapper+" (its argument becomes code)")
+		w.nested(code, DialectSh, cmd.Pos, fr, u.Wrapper)
+	}
+	mode := lookupExternal
+	switch u.Wrapper {
+	case "command":
+		mode = lookupNoFunc
+	case "builtin":
+		mode = lookupBuiltin
+	}
+	wrappers := append(append([]string(nil), cmd.Wrappers...), u.Wrapper)
+	for _, inner := range u.Inners {
+		innerArgs := w.mapBack(inner, args)
+		if u.StdinArgs {
+			innerArgs = append(innerArgs, arg{Word: Word{Value: "(arguments read from stdin)", Dynamic: true}, tainted: fr.stdinTaint, pos: cmd.Pos})
+		}
+		c := &Command{Pos: cmd.Pos, Wrappers: wrappers, Assigns: prefix}
+		w.run(innerArgs, c, fr, mode)
+	}
+}
+
+// mapBack recovers each inner word's origin (its taint) from the outer argv.
+// Words a wrapper built itself (env -S) take the taint of the whole argv.
+func (w *walker) mapBack(inner []Word, args []arg) []arg {
+	out := make([]arg, len(inner))
+	for k := 0; k+len(inner) <= len(args); k++ {
+		match := true
+		for i := range inner {
+			if args[k+i].Word != inner[i] {
+				match = false
+				break
+			}
+		}
+		if match {
+			copy(out, args[k:k+len(inner)])
+			return out
+		}
+	}
+	taint := ""
+	pos := Pos{}
+	for _, a := range args {
+		if a.tainted != "" {
+			taint = a.tainted
+		}
+		pos = a.pos
+	}
+	for i, wd := range inner {
+		out[i] = arg{Word: wd, tainted: taint, pos: pos}
+	}
+	return out
+}
+
+// shell handles bash/sh/dash invocations: -c code, a script operand, or
+// code read from stdin.
+func (w *walker) shell(args []arg, d Dialect, cmd *Command, fr frame) {
+	base := path.Base(args[0].Value)
+	cmode, stdinMode := false, false
+	i := 1
+opts:
+	for ; i < len(args); i++ {
+		a := args[i]
+		if a.Dynamic {
+			cmd.Opaque = base + " option known only at run time"
+			w.flag(FlagOpaque, cmd.Pos, "%s", cmd.Opaque)
+			return
+		}
+		v := a.Value
+		switch {
+		case v == "--" || v == "-":
+			i++
+			break opts
+		case strings.HasPrefix(v, "--"):
+			switch v {
+			case "--rcfile", "--init-file":
+				i++
+			case "--noprofile", "--norc", "--login", "--posix", "--restricted", "--verbose", "--noediting", "--debugger", "--dump-strings", "--dump-po-strings", "--wordexp", "--protected", "--pretty-print":
+			case "--help", "--version":
+				return
+			default:
+				cmd.Opaque = base + ": unknown option " + v
+				w.flag(FlagOpaque, cmd.Pos, "%s", cmd.Opaque)
+				return
+			}
+		case (strings.HasPrefix(v, "-") || strings.HasPrefix(v, "+")) && len(v) > 1:
+			for j := 1; j < len(v); j++ {
+				switch c := v[j]; c {
+				case 'c':
+					cmode = true
+				case 's':
+					stdinMode = true
+				case 'o', 'O':
+					i++ // takes the option name
+				case 'i':
+					w.flag(FlagOpaque, cmd.Pos, "%s -i is interactive and reads startup files", base)
+				case 'e', 'u', 'x', 'v', 'n', 'l', 'a', 'b', 'f', 'h', 'k', 'm', 'p', 't', 'B', 'C', 'E', 'H', 'P', 'T', 'r', 'D':
+				default:
+					cmd.Opaque = base + ": unknown option " + v
+					w.flag(FlagOpaque, cmd.Pos, "%s", cmd.Opaque)
+					return
+				}
+			}
+		default:
+			break opts
+		}
+	}
+	ops := []arg(nil)
+	if i < len(args) {
+		ops = args[i:]
+	}
+	c := fr
+	c.posTaint = false
+	switch {
+	case cmode:
+		if len(ops) == 0 {
+			cmd.Opaque = base + " -c without code"
+			w.flag(FlagOpaque, cmd.Pos, "%s", cmd.Opaque)
+			return
+		}
+		for _, a := range ops[1:] {
+			if a.tainted != "" {
+				c.posTaint = true
+			}
+		}
+		w.subshell(func() { w.nested(ops[0].Word, d, cmd.Pos, c, base+" -c") })
+	case len(ops) > 0 && !stdinMode:
+		for _, a := range ops[1:] {
+			if a.tainted != "" {
+				c.posTaint = true
+			}
+		}
+		mode := scriptBash
+		if d == DialectSh {
+			mode = scriptSh
+		}
+		w.subshell(func() { w.scriptOperandDialect(ops[0].Word, mode, d, cmd.Pos, c) })
+	default:
+		for _, a := range ops {
+			if a.tainted != "" {
+				c.posTaint = true
+			}
+		}
+		w.subshell(func() { w.shellStdin(d, base, cmd, c) })
+	}
+}
+
+// shellStdin analyses the code a shell reads from its standard input.
+func (w *walker) shellStdin(d Dialect, base string, cmd *Command, fr frame) {
+	switch {
+	case fr.hdoc != nil:
+		var code Word
+		if fr.hdoc.Op == syntax.WordHdoc {
+			if s, ok := w.literal(fr.hdoc.Word); ok {
+				code = Word{Value: s + "\n"}
+			} else {
+				code = Word{Value: fr.srcOf(fr.hdoc.Word), Dynamic: true}
+			}
+		} else if fr.hdoc.Hdoc == nil {
+			code = Word{}
+		} else if s, ok := w.document(fr.hdoc.Hdoc); ok {
+			code = Word{Value: s}
+		} else {
+			code = Word{Value: fr.srcOf(fr.hdoc.Hdoc), Dynamic: true}
+		}
+		w.nested(code, d, cmd.Pos, fr, base+" <<")
+	case fr.piped:
+		cmd.Opaque = base + " reads code from a pipe"
+		w.flag(FlagOpaque, cmd.Pos, "%s runs code piped into it from another command, which the analyzer cannot see", base)
+	case fr.stdinDynamic:
+		cmd.Opaque = base + " reads code from a file named at run time"
+		w.flag(FlagOpaque, cmd.Pos, "%s", cmd.Opaque)
+	case fr.stdinFile != "":
+		mode := scriptSh
+		w.scriptOperandDialect(Word{Value: fr.stdinFile}, mode, d, cmd.Pos, fr)
+	case w.in.Stdin != nil && fr.depth == 0:
+		w.nested(Word{Value: string(w.in.Stdin)}, d, cmd.Pos, fr, base+" <stdin>")
+	}
+}
+
+// document expands a here-document body without running anything.
+func (w *walker) document(word *syntax.Word) (string, bool) {
+	if !w.isStatic(word) {
+		return "", false
+	}
+	s, err := expandDocument(w, word)
+	return s, err == nil
+}
+
+// nested parses code a command hands to a shell (sh -c, eval, trap,
+// here-documents) and walks it in place. Callers that fork (sh -c) wrap it
+// in subshell; eval and trap run in the current shell.
+func (w *walker) nested(code Word, d Dialect, pos Pos, fr frame, ctx string) {
+	if code.Dynamic {
+		w.flag(FlagOpaque, pos, "%s runs code known only at run time: %s", ctx, code.Value)
+		return
+	}
+	if fr.depth+1 > w.in.MaxScriptDepth {
+		w.flag(FlagDepthExceeded, pos, "%s nests deeper than %d levels; not analysed", ctx, w.in.MaxScriptDepth)
+		return
+	}
+	if strings.IndexByte(code.Value, 0) >= 0 {
+		w.flag(FlagOpaque, pos, "%s code holds a NUL byte", ctx)
+		return
+	}
+	f, err := parse(code.Value, "", d)
+	if err != nil {
+		w.flag(FlagOpaque, pos, "%s code does not parse: %s", ctx, parseDenial(err, "").Message)
+		return
+	}
+	c := fr.with(ctx)
+	c.src = code.Value
+	c.file = pos.String() + " " + ctx
+	c.dialect = d
+	c.depth = fr.depth + 1
+	c.hdoc, c.piped, c.stdinFile, c.stdinDynamic = nil, false, "", false
+	w.walkStmts(f.Stmts, c)
+}

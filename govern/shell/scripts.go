@@ -1,0 +1,296 @@
+package shell
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// scriptLookup is how a shell finds a script named without a slash.
+type scriptLookup int
+
+const (
+	// scriptBash: `bash x` opens ./x, then searches PATH.
+	scriptBash scriptLookup = iota
+	// scriptSh: `sh x` (dash) opens x relative to the directory only.
+	scriptSh
+	// scriptSource: `source x` in bash searches PATH, then the directory;
+	// `. x` in sh searches PATH only.
+	scriptSource
+)
+
+func (w *walker) scriptOperand(name Word, how scriptLookup, pos Pos, fr frame, sameShell bool) {
+	_ = sameShell
+	w.scriptOperandDialect(name, how, fr.dialect, pos, fr)
+}
+
+// scriptOperandDialect finds, pins and walks a shell script run by a shell
+// or sourced, in dialect d.
+func (w *walker) scriptOperandDialect(name Word, how scriptLookup, d Dialect, pos Pos, fr frame) {
+	if name.Dynamic {
+		w.flag(FlagOpaque, pos, "script named at run time: %s", name.Value)
+		return
+	}
+	p, ok := w.findScript(name.Value, how, fr)
+	if !ok {
+		w.flag(FlagScriptNotInspected, pos, "script %s: not found where the shell would look (or the directory is unknown)", name.Value)
+		return
+	}
+	w.noteRun(p, pos, fr)
+	w.inspect(p, d, true, pos, fr)
+}
+
+func (w *walker) findScript(name string, how scriptLookup, fr frame) (string, bool) {
+	if strings.Contains(name, "/") {
+		a := w.abs(name)
+		return a, a != ""
+	}
+	inCwd := func() (string, bool) {
+		if w.cwd == "" {
+			return "", false
+		}
+		p := path.Join(w.cwd, name)
+		return p, isRegular(p)
+	}
+	switch how {
+	case scriptSh:
+		return inCwd()
+	case scriptBash:
+		if p, ok := inCwd(); ok {
+			return p, true
+		}
+		return w.lookPath(name)
+	default:
+		if p, ok := w.lookPath(name); ok {
+			return p, true
+		}
+		if fr.dialect == DialectBash {
+			return inCwd()
+		}
+		return "", false
+	}
+}
+
+// commandPath handles a command named by a path (./x.sh, /w/bin/tool).
+func (w *walker) commandPath(name string, pos Pos, fr frame) {
+	p := w.abs(name)
+	if p == "" {
+		w.flag(FlagScriptNotInspected, pos, "%s: relative to a directory known only at run time", name)
+		return
+	}
+	w.noteRun(p, pos, fr)
+	w.writableExecutable(p, pos)
+	if !w.underInspection(p) {
+		if !isSystemPath(p) {
+			w.flag(FlagScriptNotInspected, pos, "%s is outside the script-inspection roots; its contents were not read", p)
+		}
+		return
+	}
+	w.inspect(p, "", false, pos, fr)
+}
+
+// inspectExecutable handles a bare command name PATH resolved inside an
+// inspection root.
+func (w *walker) inspectExecutable(p, name string, pos Pos, fr frame) {
+	w.noteRun(p, pos, fr)
+	w.writableExecutable(p, pos)
+	w.inspect(p, "", false, pos, fr)
+}
+
+func (w *walker) writableExecutable(p string, pos Pos) {
+	real := p
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		real = r
+	}
+	for _, root := range w.in.WritableRoots {
+		if within(p, root) || within(real, realRoot(root)) {
+			w.flag(FlagWritableExecutable, pos, "%s is inside the writable root %s: the command can change it before it runs", p, root)
+			return
+		}
+	}
+}
+
+func realRoot(root string) string {
+	if r, err := filepath.EvalSymlinks(root); err == nil {
+		return r
+	}
+	return root
+}
+
+// underInspection reports whether p, after symlink resolution, is inside an
+// inspection root.
+func (w *walker) underInspection(p string) bool {
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		real = p
+	}
+	for _, root := range w.in.InspectionRoots {
+		if within(real, realRoot(root)) {
+			return true
+		}
+	}
+	return false
+}
+
+// interpreterScript pins the script file a python/perl/node/... command
+// runs. Its contents are not analysed.
+func (w *walker) interpreterScript(argv []Word, pos Pos, fr frame) {
+	for i := 1; i < len(argv); i++ {
+		a := argv[i]
+		if a.Dynamic {
+			return
+		}
+		v := a.Value
+		if v == "-" || strings.HasPrefix(v, "-") && strings.ContainsAny(strings.TrimLeft(v, "-"), "ceErmp") && !strings.HasPrefix(v, "--") {
+			return // inline code, a module or stdin: no script file
+		}
+		if v == "--eval" || v == "--print" || v == "--" {
+			return
+		}
+		if strings.HasPrefix(v, "-") {
+			switch v {
+			case "-W", "-X", "-I", "--require", "-r":
+				i++
+			}
+			continue
+		}
+		p := w.abs(v)
+		if p == "" {
+			return
+		}
+		w.noteRun(p, pos, fr)
+		if !w.underInspection(p) {
+			w.flag(FlagScriptNotInspected, pos, "%s is outside the script-inspection roots; its contents were not read", p)
+			return
+		}
+		w.inspect(p, "", false, pos, fr)
+		return
+	}
+}
+
+// inspect reads p under the inspection roots, pins its bytes and, when it
+// is a shell script, walks it. d forces a dialect (bash x.sh); "" means the
+// file decides by its #! line.
+func (w *walker) inspect(p string, d Dialect, isScript bool, pos Pos, fr frame) {
+	if !w.underInspection(p) {
+		w.flag(FlagScriptNotInspected, pos, "%s is outside the script-inspection roots; its contents were not read", p)
+		return
+	}
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		w.flag(FlagScriptNotInspected, pos, "%s: %v", p, err)
+		return
+	}
+	f, err := os.Open(real)
+	if err != nil {
+		w.flag(FlagScriptNotInspected, pos, "%s: %v", p, err)
+		return
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		w.flag(FlagScriptNotInspected, pos, "%s is not a regular file", p)
+		return
+	}
+	if st.Size() > w.in.MaxScriptBytes {
+		w.flag(FlagScriptNotInspected, pos, "%s is %d bytes, over the %d-byte inspection limit", p, st.Size(), w.in.MaxScriptBytes)
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(f, w.in.MaxScriptBytes+1))
+	if err != nil || int64(len(body)) > w.in.MaxScriptBytes {
+		w.flag(FlagScriptNotInspected, pos, "%s could not be read whole", p)
+		return
+	}
+	if d == "" {
+		d = shebangDialect(body, fr.dialect)
+	}
+	sum := sha256.Sum256(body)
+	pin := Pin{Path: p, RealPath: real, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(body)), Dialect: string(d), Bytes: body}
+	if !w.pinned[p] {
+		w.pinned[p] = true
+		w.a.Pins = append(w.a.Pins, pin)
+	}
+	if d == "" {
+		what := "not a shell script"
+		if bytes.HasPrefix(body, []byte("\x7fELF")) {
+			what = "a binary"
+		}
+		w.flag(FlagScriptNotAnalysed, pos, "%s is pinned but %s: what it does is not analysed", p, what)
+		return
+	}
+	if fr.depth+1 > w.in.MaxScriptDepth {
+		w.flag(FlagDepthExceeded, pos, "%s nests deeper than %d levels; not analysed", p, w.in.MaxScriptDepth)
+		return
+	}
+	if bytes.IndexByte(body, 0) >= 0 {
+		w.flag(FlagOpaque, pos, "%s holds NUL bytes", p)
+		return
+	}
+	file, err := parse(string(body), p, d)
+	if err != nil {
+		w.flag(FlagOpaque, pos, "script %s does not parse (the shell would run it up to the error): %s", p, parseDenial(err, p).Message)
+		return
+	}
+	c := fr.with("script:" + p)
+	c.src = string(body)
+	c.file = p
+	c.dialect = d
+	c.depth = fr.depth + 1
+	c.hdoc, c.piped, c.stdinFile, c.stdinDynamic = nil, false, "", false
+	w.walkStmts(file.Stmts, c)
+}
+
+// shebangDialect reads a script's #! line: bash or sh when it names one,
+// "" for any other interpreter or a binary, and the calling shell's own
+// dialect when there is no #! (the shell runs such a file itself).
+func shebangDialect(body []byte, caller Dialect) Dialect {
+	if bytes.HasPrefix(body, []byte("\x7fELF")) {
+		return ""
+	}
+	if !bytes.HasPrefix(body, []byte("#!")) {
+		if bytes.IndexByte(body, 0) >= 0 {
+			return "" // binary data
+		}
+		return caller
+	}
+	line := body[2:]
+	if i := bytes.IndexByte(line, '\n'); i >= 0 {
+		line = line[:i]
+	}
+	fields := strings.Fields(string(line))
+	if len(fields) == 0 {
+		return caller
+	}
+	interp := path.Base(fields[0])
+	if interp == "env" {
+		rest := fields[1:]
+		for len(rest) > 0 && strings.HasPrefix(rest[0], "-") {
+			rest = rest[1:] // env -S / -i: rare, and the analyzer does not split them
+		}
+		if len(rest) == 0 || len(fields) > 1 && strings.HasPrefix(fields[1], "-") {
+			return ""
+		}
+		interp = path.Base(rest[0])
+	}
+	if d, ok := shells[interp]; ok {
+		return d
+	}
+	return ""
+}
+
+func isRegular(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular()
+}
+
+func expandDocument(w *walker, word *syntax.Word) (string, error) {
+	return expand.Document(&expand.Config{Env: env{w}}, word)
+}

@@ -1,0 +1,193 @@
+package shell
+
+import (
+	"fmt"
+
+	"github.com/mitrity/mitrity/govern"
+)
+
+// Dialect is the grammar the text is parsed in; it must be the shell that
+// will run it.
+type Dialect string
+
+const (
+	DialectBash Dialect = "bash"
+	DialectSh   Dialect = "sh"
+)
+
+// MaxCommandBytes is the largest command text accepted (64 KiB).
+const MaxCommandBytes = 64 << 10
+
+// Input is one request to analyse a command text.
+type Input struct {
+	Text    string
+	Dialect Dialect
+	// Cwd is the absolute directory the command will run in; relative script
+	// paths resolve against it.
+	Cwd string
+	// Path is the PATH the command will run with (lookup of bare names).
+	Path []string
+	// Home is $HOME at run time; empty leaves ~ and $HOME dynamic.
+	Home string
+	// InspectionRoots are the only directories scripts are read from.
+	InspectionRoots []string
+	// WritableRoots are the directories writable at run time; executables
+	// inside them are flagged.
+	WritableRoots []string
+	// CredentialVars names the environment variables that carry a credential.
+	// Every MITRITY_CRED_* variable is credential-bearing whether listed or not.
+	CredentialVars []string
+	// Stdin is the call's standard input; when a top-level shell reads code
+	// from it, it is parsed like a script. nil means the command gets none.
+	Stdin []byte
+	// MaxScriptDepth caps recursive script inspection (default 8).
+	MaxScriptDepth int
+	// MaxScriptBytes caps the size of one inspected script (default 1 MiB).
+	MaxScriptBytes int64
+}
+
+// Pos is a position in the judged text or in an inspected script.
+type Pos struct {
+	File string `json:"file,omitempty"` // empty for the command text itself
+	Line uint   `json:"line"`
+	Col  uint   `json:"col"`
+}
+
+func (p Pos) String() string {
+	if p.File == "" {
+		return fmt.Sprintf("%d:%d", p.Line, p.Col)
+	}
+	return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Col)
+}
+
+// Word is one resolved argument. A dynamic word's value could not be known
+// without running something; Value then holds its source text.
+type Word struct {
+	Value   string `json:"value"`
+	Dynamic bool   `json:"dynamic,omitempty"`
+}
+
+// Redirect is a file a command reads or writes through a redirection.
+type Redirect struct {
+	Op      string `json:"op"`
+	Path    string `json:"path"`
+	Dynamic bool   `json:"dynamic,omitempty"`
+	Write   bool   `json:"write,omitempty"`
+	Network bool   `json:"network,omitempty"` // /dev/tcp or /dev/udp
+	Pos     Pos    `json:"pos"`
+}
+
+// Command is one simple command the text would run, after unwrapping
+// wrappers such as sudo, env and timeout.
+type Command struct {
+	Pos  Pos    `json:"pos"`
+	Argv []Word `json:"argv"`
+	// Wrappers lists the wrapper commands peeled off, outermost first.
+	Wrappers []string `json:"wrappers,omitempty"`
+	// Context says where the command sits: "" at top level, or a chain such
+	// as "cmdsubst", "bash -c", "eval", "trap", "script:/w/x.sh", "function:f".
+	Context string `json:"context,omitempty"`
+	// Kind is builtin, function, external or unknown (dynamic name).
+	Kind      string     `json:"kind"`
+	Assigns   []string   `json:"assigns,omitempty"` // names assigned in the prefix
+	Redirects []Redirect `json:"redirects,omitempty"`
+	// Opaque holds why the command could not be resolved; empty when it was.
+	Opaque string `json:"opaque,omitempty"`
+}
+
+// Name is argv[0]'s value ("" when argv is empty).
+func (c Command) Name() string {
+	if len(c.Argv) == 0 {
+		return ""
+	}
+	return c.Argv[0].Value
+}
+
+// Pin is a script the analyzer read and whose bytes the executor must run.
+type Pin struct {
+	Path     string `json:"path"`     // absolute path as the command names it
+	RealPath string `json:"realpath"` // after symlink resolution
+	SHA256   string `json:"sha256"`
+	Size     int64  `json:"size"`
+	Dialect  string `json:"dialect,omitempty"` // bash or sh when analysed, empty otherwise
+	// Bytes are kept for the executor; never serialised to audit output.
+	Bytes []byte `json:"-"`
+}
+
+// Link is a write-then-run pair: a file written by one command and then run
+// or sourced by a later one in the same text.
+type Link struct {
+	Path  string `json:"path"`
+	Write Pos    `json:"write"`
+	Run   Pos    `json:"run"`
+}
+
+// FlagKind is the closed set of things the analyzer reports for policy to
+// weigh.
+type FlagKind string
+
+const (
+	FlagOpaque             FlagKind = "opaque"               // something could not be resolved statically
+	FlagDynamicCommand     FlagKind = "dynamic_command"      // the command name itself is dynamic
+	FlagInlineCode         FlagKind = "inline_code"          // python -c, perl -e, awk system(), ...
+	FlagDangerousEnv       FlagKind = "dangerous_env"        // LD_PRELOAD=, PATH=, BASH_ENV=, ...
+	FlagEnableBuiltin      FlagKind = "enable_builtin"       // enable -f loads code
+	FlagNameref            FlagKind = "nameref"              // declare -n
+	FlagPromptExpansion    FlagKind = "prompt_expansion"     // ${x@P}
+	FlagAlias              FlagKind = "alias"                // alias, hash -p
+	FlagGlobCommand        FlagKind = "glob_command_name"    // a command name with glob characters
+	FlagWritableExecutable FlagKind = "writable_executable"  // executable inside a writable root
+	FlagNetworkRedirect    FlagKind = "network_redirect"     // /dev/tcp, /dev/udp
+	FlagScriptNotInspected FlagKind = "script_not_inspected" // a named script outside the roots or unreadable
+	FlagScriptNotAnalysed  FlagKind = "script_not_analysed"  // pinned, but not a shell script
+	FlagDepthExceeded      FlagKind = "depth_exceeded"       // nesting deeper than the cap
+	FlagExecOption         FlagKind = "exec_option"          // an option that makes a tool run a command (tar --to-command, ssh ProxyCommand, ...)
+	FlagFunctionShadow     FlagKind = "function_shadow"      // a function named like a command
+	FlagIndirection        FlagKind = "indirection"          // ${!x}, ${!PREFIX*}
+	FlagWriteThenRun       FlagKind = "write_then_run"       // see Links
+	FlagPrivilege          FlagKind = "privilege"            // sudo, doas, su, chroot, unshare
+	FlagRemoteCommand      FlagKind = "remote_command"       // ssh HOST CMD
+)
+
+// Flag is one finding with where it was found.
+type Flag struct {
+	Kind   FlagKind `json:"kind"`
+	Pos    Pos      `json:"pos"`
+	Detail string   `json:"detail"`
+}
+
+// Denial is a verdict the analyzer reaches on its own: the text cannot be
+// judged, or it breaks a hard rule.
+type Denial struct {
+	Reason  govern.Reason `json:"reason"`
+	Pos     Pos           `json:"pos"`
+	Message string        `json:"message"`
+}
+
+func (d *Denial) Error() string { return fmt.Sprintf("%s: %s", d.Reason, d.Message) }
+
+// Analysis is the analyzer's result: the judged text and everything it
+// would run. It is a plain value; print it with encoding/json.
+type Analysis struct {
+	Dialect Dialect `json:"dialect"`
+	// Text is the judged text: the input after ${credential:<id>} rewriting.
+	Text   string `json:"-"`
+	SHA256 string `json:"sha256"`
+	// Credentials lists the credential ids referenced by ${credential:<id>}.
+	Credentials []string  `json:"credentials,omitempty"`
+	Commands    []Command `json:"commands"`
+	Pins        []Pin     `json:"pins,omitempty"`
+	Links       []Link    `json:"links,omitempty"`
+	Flags       []Flag    `json:"flags,omitempty"`
+	Denial      *Denial   `json:"denial,omitempty"`
+}
+
+// Opaque reports whether any part of the text could not be resolved.
+func (a *Analysis) Opaque() bool {
+	for _, f := range a.Flags {
+		if f.Kind == FlagOpaque || f.Kind == FlagDynamicCommand || f.Kind == FlagDepthExceeded {
+			return true
+		}
+	}
+	return false
+}

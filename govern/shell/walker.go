@@ -1,0 +1,706 @@
+package shell
+
+import (
+	"fmt"
+	"maps"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/mitrity/mitrity/govern"
+)
+
+// frame is where the walker is: which text, which dialect, how deep.
+type frame struct {
+	src     string // the text positions index into
+	file    string // "" for the command text, else the script or nested origin
+	dialect Dialect
+	context string
+	depth   int
+	// cond is true inside code that may or may not run, or may run many
+	// times: assignments there leave the variable's value unknown.
+	cond bool
+	// piped is true when stdin comes from an earlier pipeline stage.
+	piped    bool
+	posTaint bool // positional parameters carry a credential
+	// hdoc is the here-document or here-string fed to this statement.
+	hdoc *syntax.Redirect
+	// stdinFile is a file redirected to stdin (cmd < file); stdinDynamic
+	// when its name is known only at run time.
+	stdinFile    string
+	stdinDynamic bool
+	// stdinTaint names the credential the command's stdin carries, if any.
+	stdinTaint string
+}
+
+func (fr frame) with(ctx string) frame {
+	if fr.context == "" {
+		fr.context = ctx
+	} else if ctx != "" {
+		fr.context += " > " + ctx
+	}
+	return fr
+}
+
+type write struct {
+	path string
+	pos  Pos
+}
+
+type walker struct {
+	in       *Input
+	a        *Analysis
+	vars     map[string]*value
+	funcs    map[string]*syntax.FuncDecl
+	funcSrc  map[string]frame
+	called   map[string]bool
+	active   map[string]int // functions being walked (recursion guard)
+	credVars map[string]bool
+	writes   []write
+	pinned   map[string]bool
+	flagged  map[string]bool
+	ncmd     int
+	// builtinsDisabled: after `enable -n`, a builtin name may run a binary.
+	builtinsDisabled bool
+	exhausted        bool
+	// cwd is the directory commands run in at this point; "" once a cd to a
+	// directory known only at run time made it unknown.
+	cwd string
+	// posTainted: `set --` put a credential into the positional parameters.
+	posTainted bool
+}
+
+func newWalker(in *Input, a *Analysis) *walker {
+	if in.MaxScriptDepth <= 0 {
+		in.MaxScriptDepth = defaultMaxScriptDepth
+	}
+	if in.MaxScriptBytes <= 0 {
+		in.MaxScriptBytes = defaultMaxScriptBytes
+	}
+	w := &walker{in: in, a: a, vars: map[string]*value{}, funcs: map[string]*syntax.FuncDecl{},
+		funcSrc: map[string]frame{}, called: map[string]bool{}, active: map[string]int{},
+		credVars: map[string]bool{}, pinned: map[string]bool{}, flagged: map[string]bool{}}
+	for _, n := range in.CredentialVars {
+		w.credVars[n] = true
+	}
+	for _, id := range a.Credentials {
+		w.credVars[CredentialVar(id)] = true
+	}
+	w.cwd = in.Cwd
+	if in.Home != "" {
+		w.vars["HOME"] = &value{known: true, str: in.Home}
+	}
+	return w
+}
+
+func (w *walker) flag(kind FlagKind, pos Pos, format string, args ...any) {
+	detail := fmt.Sprintf(format, args...)
+	key := string(kind) + "\x00" + pos.String() + "\x00" + detail
+	if w.flagged[key] {
+		return
+	}
+	w.flagged[key] = true
+	w.a.Flags = append(w.a.Flags, Flag{Kind: kind, Pos: pos, Detail: detail})
+}
+
+func (w *walker) deny(reason govern.Reason, pos Pos, msg string) {
+	if w.a.Denial == nil {
+		w.a.Denial = &Denial{Reason: reason, Pos: pos, Message: msg}
+	}
+}
+
+// budget counts one unit of work; false once the analysis is too large to
+// finish, after which everything left is opaque.
+func (w *walker) budget(pos Pos) bool {
+	w.ncmd++
+	if w.ncmd > maxCommands {
+		if !w.exhausted {
+			w.exhausted = true
+			w.flag(FlagDepthExceeded, pos, "analysis stopped after %d commands; the rest is opaque", maxCommands)
+		}
+		return false
+	}
+	return true
+}
+
+func (w *walker) walkFile(f *syntax.File, fr frame) {
+	w.walkStmts(f.Stmts, fr)
+}
+
+func (w *walker) walkStmts(stmts []*syntax.Stmt, fr frame) {
+	for _, st := range stmts {
+		w.walkStmt(st, fr)
+	}
+}
+
+// subshell runs fn with a copy of the variables, as the shell forks.
+func (w *walker) subshell(fn func()) {
+	saved, cwd, funcs := w.vars, w.cwd, w.funcs
+	w.vars = make(map[string]*value, len(saved))
+	for k, v := range saved {
+		c := *v
+		w.vars[k] = &c
+	}
+	w.funcs = maps.Clone(funcs)
+	fn()
+	w.vars, w.cwd, w.funcs = saved, cwd, funcs
+}
+
+func (w *walker) walkStmt(st *syntax.Stmt, fr frame) {
+	if st == nil || !w.budget(fr.pos(st)) {
+		return
+	}
+	if st.Background || st.Coprocess {
+		fr.cond = true
+	}
+	// Here-documents, here-strings and stdin redirects feed the command.
+	for _, r := range st.Redirs {
+		if r.N != nil && r.N.Value != "0" {
+			continue
+		}
+		switch r.Op {
+		case syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc:
+			fr.hdoc, fr.piped, fr.stdinFile, fr.stdinDynamic = r, false, "", false
+			fr.stdinTaint = w.taintOf(r.Hdoc, &fr)
+			if r.Op == syntax.WordHdoc {
+				fr.stdinTaint = w.taintOf(r.Word, &fr)
+			}
+		case syntax.RdrIn:
+			fr.hdoc, fr.piped, fr.stdinFile, fr.stdinDynamic = nil, false, "", false
+			fr.stdinTaint = ""
+			if s, ok := w.literal(r.Word); ok {
+				fr.stdinFile = s
+			} else {
+				fr.stdinDynamic = true
+			}
+			// Reading a credential file (or a credential-named path) is a value.
+			if t := w.stmtsReferenceWord(r.Word); t != "" {
+				fr.stdinTaint = t
+			}
+		}
+	}
+	redirs := w.walkRedirects(st.Redirs, fr)
+	switch cmd := st.Cmd.(type) {
+	case nil:
+	case *syntax.CallExpr:
+		w.callExpr(cmd, redirs, fr)
+	case *syntax.IfClause:
+		w.ifClause(cmd, fr, false)
+	case *syntax.WhileClause:
+		c := fr
+		c.cond = true
+		w.walkStmts(cmd.Cond, c)
+		w.walkStmts(cmd.Do, c)
+	case *syntax.ForClause:
+		c := fr
+		c.cond = true
+		switch loop := cmd.Loop.(type) {
+		case *syntax.WordIter:
+			taint := ""
+			for _, item := range loop.Items {
+				w.substitutions(item, fr)
+				if t := w.taintOf(item, &fr); t != "" {
+					taint = t
+				}
+			}
+			w.setVar(loop.Name.Value, &value{tainted: taint != ""}, c)
+		case *syntax.CStyleLoop:
+			w.arith(loop.Init, fr)
+			w.arith(loop.Cond, c)
+			w.arith(loop.Post, c)
+		}
+		w.walkStmts(cmd.Do, c)
+	case *syntax.CaseClause:
+		w.substitutions(cmd.Word, fr)
+		c := fr
+		c.cond = true
+		for _, item := range cmd.Items {
+			for _, p := range item.Patterns {
+				w.substitutions(p, c)
+			}
+			w.walkStmts(item.Stmts, c)
+		}
+	case *syntax.Block:
+		w.walkStmts(cmd.Stmts, fr)
+	case *syntax.Subshell:
+		w.subshell(func() { w.walkStmts(cmd.Stmts, fr.with("subshell")) })
+	case *syntax.BinaryCmd:
+		w.binaryCmd(cmd, fr)
+	case *syntax.FuncDecl:
+		w.funcDecl(cmd, fr)
+	case *syntax.ArithmCmd:
+		w.arith(cmd.X, fr)
+	case *syntax.TestClause:
+		w.testExpr(cmd.X, fr)
+	case *syntax.DeclClause:
+		w.declClause(cmd, redirs, fr)
+	case *syntax.LetClause:
+		for _, x := range cmd.Exprs {
+			w.arith(x, fr)
+		}
+	case *syntax.TimeClause:
+		w.walkStmt(cmd.Stmt, fr)
+	case *syntax.CoprocClause:
+		c := fr
+		c.cond = true
+		w.subshell(func() { w.walkStmt(cmd.Stmt, c.with("coproc")) })
+	default:
+		w.flag(FlagOpaque, fr.pos(st), "unsupported construct %T", cmd)
+	}
+}
+
+func (w *walker) ifClause(c *syntax.IfClause, fr frame, inElse bool) {
+	if c == nil {
+		return
+	}
+	cf := fr
+	cf.cond = true
+	if inElse {
+		w.walkStmts(c.Cond, cf)
+	} else {
+		w.walkStmts(c.Cond, fr)
+	}
+	w.walkStmts(c.Then, cf)
+	w.ifClause(c.Else, fr, true)
+}
+
+func (w *walker) binaryCmd(b *syntax.BinaryCmd, fr frame) {
+	switch b.Op {
+	case syntax.AndStmt, syntax.OrStmt:
+		w.walkStmt(b.X, fr)
+		c := fr
+		c.cond = true
+		w.walkStmt(b.Y, c)
+	case syntax.Pipe, syntax.PipeAll:
+		// Every stage of a pipeline runs in its own subshell (bash without
+		// lastpipe, and dash).
+		w.subshell(func() { w.walkStmt(b.X, fr.with("")) })
+		right := fr
+		right.piped, right.hdoc, right.stdinFile, right.stdinDynamic = true, nil, "", false
+		right.stdinTaint = w.stmtsReference([]*syntax.Stmt{b.X}, true)
+		if right.stdinTaint == "" {
+			right.stdinTaint = fr.stdinTaint
+		}
+		w.subshell(func() { w.walkStmt(b.Y, right) })
+	default:
+		w.walkStmt(b.X, fr)
+		w.walkStmt(b.Y, fr)
+	}
+}
+
+func (w *walker) funcDecl(fd *syntax.FuncDecl, fr frame) {
+	name := fd.Name.Value
+	w.funcs[name] = fd
+	w.funcSrc[name] = fr
+	if w.isBuiltin(name, fr.dialect) || w.inPath(name) || shells[name] != "" || wrapperNames[name] {
+		w.flag(FlagFunctionShadow, fr.pos(fd), "function %s shadows the command of that name where it is called", name)
+	}
+}
+
+// callFunc walks a function body where it is called, with positional
+// parameters tainted when any argument carried a credential.
+func (w *walker) callFunc(name string, args []arg, pos Pos, fr frame) {
+	fd := w.funcs[name]
+	w.called[name] = true
+	if w.active[name] > 0 || fr.depth >= w.in.MaxScriptDepth*4 {
+		return // recursion: the body is already being walked
+	}
+	w.active[name]++
+	defer func() { w.active[name]-- }()
+	c := w.funcSrc[name]
+	c.cond = true
+	c.depth = fr.depth + 1
+	c.context = fr.context
+	c = c.with("function:" + name)
+	c.posTaint = false
+	for _, a := range args[1:] {
+		if a.tainted != "" {
+			c.posTaint = true
+		}
+	}
+	w.walkStmt(fd.Body, c)
+}
+
+// finish walks functions that were declared but never called, so their
+// commands are still listed, and records write-then-run links.
+func (w *walker) finish() {
+	names := make([]string, 0, len(w.funcs))
+	for name := range w.funcs {
+		if !w.called[name] {
+			names = append(names, name)
+		}
+	}
+	for _, name := range sortedStrings(names) {
+		fr := w.funcSrc[name]
+		w.callFunc(name, []arg{{}}, Pos{}, fr)
+	}
+}
+
+func sortedStrings(s []string) []string {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+	return s
+}
+
+// setVar records an assignment. In conditional code the value becomes
+// unknown, and taint only ever accumulates there.
+func (w *walker) setVar(name string, v *value, fr frame) {
+	old, had := w.vars[name]
+	if fr.cond {
+		nv := &value{tainted: v.tainted || had && old.tainted, numeric: v.numeric && (!had || old.numeric)}
+		w.vars[name] = nv
+		return
+	}
+	w.vars[name] = v
+}
+
+// substitutions walks the command and process substitutions inside a word,
+// which run before the command that holds the word, and checks arithmetic
+// inside it.
+func (w *walker) substitutions(word *syntax.Word, fr frame) {
+	if word == nil {
+		return
+	}
+	w.substNode(word, fr)
+}
+
+func (w *walker) substNode(node syntax.Node, fr frame) {
+	syntax.Walk(node, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.CmdSubst:
+			c := fr
+			c.piped, c.hdoc, c.stdinFile, c.stdinDynamic, c.stdinTaint = false, nil, "", false, ""
+			w.subshell(func() { w.walkStmts(n.Stmts, c.with("cmdsubst")) })
+			return false
+		case *syntax.ProcSubst:
+			c := fr
+			c.cond = true
+			c.piped, c.hdoc, c.stdinFile, c.stdinDynamic, c.stdinTaint = false, nil, "", false, ""
+			w.subshell(func() { w.walkStmts(n.Stmts, c.with("procsubst")) })
+			return false
+		case *syntax.ArithmExp:
+			w.arith(n.X, fr)
+			return false
+		case *syntax.ParamExp:
+			if n.Exp != nil && n.Exp.Op == syntax.OtherParamOps && n.Exp.Word != nil && strings.Contains(fr.srcOf(n.Exp.Word), "P") {
+				w.flag(FlagPromptExpansion, fr.pos(n), "${%s@P} expands the value as a prompt string, which can run command substitutions", paramName(n))
+			}
+			if n.Excl || n.Names != 0 {
+				w.flag(FlagIndirection, fr.pos(n), "%s expands a variable named at run time", fr.srcOf(n))
+			}
+			if n.Index != nil {
+				w.arith(n.Index, fr)
+			}
+			if n.Slice != nil {
+				w.arith(n.Slice.Offset, fr)
+				w.arith(n.Slice.Length, fr)
+			}
+			if n.Exp != nil && n.Exp.Word != nil {
+				switch n.Exp.Op {
+				case syntax.AssignUnset, syntax.AssignUnsetOrNull:
+					if n.Param != nil {
+						w.setVar(n.Param.Value, &value{tainted: w.taintOf(n.Exp.Word, &fr) != ""}, fr)
+					}
+				}
+			}
+			return true
+		}
+		return true
+	})
+}
+
+func paramName(p *syntax.ParamExp) string {
+	if p.Param == nil {
+		return ""
+	}
+	return p.Param.Value
+}
+
+// arith walks an arithmetic expression. Bash evaluates the value of every
+// variable named in arithmetic as an expression in turn, so a value that is
+// not known to be a number is code the analyzer cannot see.
+func (w *walker) arith(x syntax.ArithmExpr, fr frame) {
+	if x == nil {
+		return
+	}
+	syntax.Walk(x, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.CmdSubst, *syntax.ProcSubst:
+			w.substNode(n, fr)
+			return false
+		case *syntax.BinaryArithm:
+			if isAssignOp(n.Op) {
+				if wd, ok := n.X.(*syntax.Word); ok {
+					if name := wordName(wd); name != "" {
+						w.setVar(name, &value{numeric: true}, fr)
+					}
+				}
+			}
+		case *syntax.UnaryArithm:
+			if n.Op == syntax.Inc || n.Op == syntax.Dec {
+				if wd, ok := n.X.(*syntax.Word); ok {
+					if name := wordName(wd); name != "" {
+						if v, ok := w.vars[name]; !ok || v.numeric {
+							w.setVar(name, &value{numeric: true}, fr)
+						}
+					}
+				}
+			}
+		case *syntax.Word:
+			w.arithOperand(n, fr)
+			return true
+		case *syntax.ParamExp:
+			if n.Index != nil {
+				w.arith(n.Index, fr)
+			}
+			return false
+		}
+		return true
+	})
+}
+
+func isAssignOp(op syntax.BinAritOperator) bool {
+	switch op {
+	case syntax.Assgn, syntax.AddAssgn, syntax.SubAssgn, syntax.MulAssgn, syntax.QuoAssgn,
+		syntax.RemAssgn, syntax.AndAssgn, syntax.OrAssgn, syntax.XorAssgn, syntax.ShlAssgn, syntax.ShrAssgn:
+		return true
+	}
+	return false
+}
+
+// wordName returns the variable a bare arithmetic word names, or "".
+func wordName(wd *syntax.Word) string {
+	if len(wd.Parts) != 1 {
+		return ""
+	}
+	switch p := wd.Parts[0].(type) {
+	case *syntax.Lit:
+		if syntax.ValidName(p.Value) {
+			return p.Value
+		}
+	case *syntax.ParamExp:
+		if p.Param != nil && p.Short || p.Param != nil && p.Exp == nil && p.Index == nil {
+			return p.Param.Value
+		}
+	}
+	return ""
+}
+
+// arithOperand checks one operand of an arithmetic expression.
+func (w *walker) arithOperand(wd *syntax.Word, fr frame) {
+	name := wordName(wd)
+	if name == "" {
+		// $(...) and friends are walked by arith; literals are numbers.
+		for _, p := range wd.Parts {
+			if pe, ok := p.(*syntax.ParamExp); ok && pe.Param != nil {
+				w.arithVar(pe.Param.Value, fr.pos(wd), fr)
+			}
+		}
+		return
+	}
+	if len(name) > 0 && name[0] >= '0' && name[0] <= '9' {
+		return
+	}
+	w.arithVar(name, fr.pos(wd), fr)
+}
+
+func (w *walker) arithVar(name string, pos Pos, fr frame) {
+	switch name {
+	case "#", "?", "$", "!", "RANDOM", "SECONDS", "LINENO", "BASHPID", "PPID", "UID", "EUID", "OPTIND", "SRANDOM", "EPOCHSECONDS":
+		return
+	}
+	v, ok := w.vars[name]
+	if ok && (v.numeric || v.known && !v.isList && isArithSafe(v.str)) {
+		return
+	}
+	w.flag(FlagOpaque, pos, "arithmetic evaluates the value of %s as an expression, and that value is not known to be a number", name)
+}
+
+// isArithSafe reports whether a static value, evaluated as arithmetic,
+// cannot run anything: no substitution and no array subscript.
+func isArithSafe(s string) bool {
+	return !strings.ContainsAny(s, "$`[")
+}
+
+func (w *walker) testExpr(x syntax.TestExpr, fr frame) {
+	syntax.Walk(x, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.Word:
+			w.substitutions(n, fr)
+			return false
+		case *syntax.BinaryTest:
+			switch n.Op {
+			case syntax.TsEql, syntax.TsNeq, syntax.TsLeq, syntax.TsGeq, syntax.TsLss, syntax.TsGtr:
+				// [[ a -eq b ]] evaluates both sides as arithmetic.
+				for _, side := range []syntax.TestExpr{n.X, n.Y} {
+					if wd, ok := side.(*syntax.Word); ok {
+						w.arithOperandWord(wd, fr)
+					}
+				}
+			}
+		case *syntax.UnaryTest:
+			if n.Op == syntax.TsVarSet {
+				if wd, ok := n.X.(*syntax.Word); ok && strings.ContainsAny(fr.srcOf(wd), "[$`") {
+					w.flag(FlagOpaque, fr.pos(wd), "[[ -v %s ]] evaluates an array subscript", fr.srcOf(wd))
+				}
+			}
+		}
+		return true
+	})
+}
+
+func (w *walker) arithOperandWord(wd *syntax.Word, fr frame) {
+	if w.isStatic(wd) {
+		if s, ok := w.literal(wd); ok && isArithSafe(s) {
+			return
+		}
+	}
+	for _, p := range wd.Parts {
+		if pe, ok := p.(*syntax.ParamExp); ok && pe.Param != nil {
+			w.arithVar(pe.Param.Value, fr.pos(wd), fr)
+			return
+		}
+		if dq, ok := p.(*syntax.DblQuoted); ok {
+			for _, q := range dq.Parts {
+				if pe, ok := q.(*syntax.ParamExp); ok && pe.Param != nil {
+					w.arithVar(pe.Param.Value, fr.pos(wd), fr)
+					return
+				}
+			}
+		}
+	}
+	w.flag(FlagOpaque, fr.pos(wd), "arithmetic comparison evaluates %s as an expression", fr.srcOf(wd))
+}
+
+// walkRedirects resolves redirection targets, records reads and writes, and
+// walks substitutions in them.
+func (w *walker) walkRedirects(rs []*syntax.Redirect, fr frame) []Redirect {
+	var out []Redirect
+	for _, r := range rs {
+		if r.Word != nil {
+			w.substitutions(r.Word, fr)
+		}
+		if r.Hdoc != nil {
+			w.substitutions(r.Hdoc, fr)
+		}
+		switch r.Op {
+		case syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc, syntax.DplIn, syntax.DplOut:
+			if r.Op == syntax.DplOut || r.Op == syntax.DplIn {
+				// >&file (bash) writes a file when the word is not a number or -.
+				if s, ok := w.literal(r.Word); ok && !isFD(s) {
+					red := Redirect{Op: r.Op.String(), Path: s, Write: r.Op == syntax.DplOut, Pos: fr.pos(r)}
+					w.noteRedirect(&red, fr)
+					out = append(out, red)
+				}
+			}
+			continue
+		}
+		red := Redirect{Op: r.Op.String(), Pos: fr.pos(r)}
+		switch r.Op {
+		case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.RdrAll, syntax.AppAll, syntax.RdrInOut, syntax.AppClob, syntax.RdrAllClob, syntax.AppAllClob:
+			red.Write = true
+		}
+		if s, ok := w.literal(r.Word); ok {
+			red.Path = s
+		} else {
+			red.Path = fr.srcOf(r.Word)
+			red.Dynamic = true
+		}
+		w.noteRedirect(&red, fr)
+		out = append(out, red)
+	}
+	return out
+}
+
+func isFD(s string) bool {
+	if s == "-" {
+		return true
+	}
+	s = strings.TrimSuffix(s, "-")
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+func (w *walker) noteRedirect(r *Redirect, fr frame) {
+	if r.Dynamic {
+		if strings.Contains(r.Path, "/dev/tcp") || strings.Contains(r.Path, "/dev/udp") {
+			r.Network = true
+		}
+	} else if strings.HasPrefix(r.Path, "/dev/tcp/") || strings.HasPrefix(r.Path, "/dev/udp/") {
+		r.Network = true
+	}
+	if r.Network {
+		w.flag(FlagNetworkRedirect, r.Pos, "redirection %s %s opens a network connection", r.Op, r.Path)
+		return
+	}
+	if r.Write && !r.Dynamic {
+		w.noteWrite(r.Path, r.Pos, fr)
+	}
+}
+
+// abs makes a path absolute against the current directory; "" when it
+// cannot.
+func (w *walker) abs(p string) string {
+	if p == "" {
+		return ""
+	}
+	if path.IsAbs(p) {
+		return path.Clean(p)
+	}
+	if w.cwd == "" {
+		return ""
+	}
+	return path.Join(w.cwd, p)
+}
+
+func (w *walker) noteWrite(p string, pos Pos, fr frame) {
+	if a := w.abs(p); a != "" {
+		w.writes = append(w.writes, write{path: a, pos: pos})
+	}
+}
+
+// noteRun links a file about to run with an earlier write of it.
+func (w *walker) noteRun(p string, pos Pos, fr frame) {
+	a := w.abs(p)
+	if a == "" {
+		return
+	}
+	for _, wr := range w.writes {
+		if wr.path == a {
+			w.a.Links = append(w.a.Links, Link{Path: a, Write: wr.pos, Run: pos})
+			w.flag(FlagWriteThenRun, pos, "%s was written at %s and is run here", a, wr.pos)
+			return
+		}
+	}
+}
+
+// inPath reports whether name is found as a file in the run's PATH.
+func (w *walker) inPath(name string) bool {
+	_, ok := w.lookPath(name)
+	return ok
+}
+
+func (w *walker) lookPath(name string) (string, bool) {
+	if strings.Contains(name, "/") || name == "" {
+		return "", false
+	}
+	for _, dir := range w.in.Path {
+		if dir == "" || !filepath.IsAbs(dir) {
+			continue
+		}
+		p := filepath.Join(dir, name)
+		if isRegular(p) {
+			return p, true
+		}
+	}
+	return "", false
+}

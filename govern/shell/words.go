@@ -1,0 +1,344 @@
+package shell
+
+import (
+	"strconv"
+	"strings"
+
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// value is what the analyzer knows about one shell variable.
+type value struct {
+	known   bool     // the value is static
+	list    []string // for arrays (isList)
+	isList  bool
+	str     string
+	numeric bool // only ever held an arithmetic result
+	tainted bool // carries a credential value
+	nameref string
+}
+
+// env adapts the walker's variables to expand.Environ. Only variables whose
+// values are known are visible; the static check keeps every other reference
+// away from expand.
+type env struct{ w *walker }
+
+func (e env) Get(name string) expand.Variable {
+	v, ok := e.w.vars[name]
+	if !ok || !v.known {
+		return expand.Variable{}
+	}
+	if v.isList {
+		return expand.Variable{Set: true, Kind: expand.Indexed, List: v.list}
+	}
+	return expand.Variable{Set: true, Kind: expand.String, Str: v.str}
+}
+
+func (e env) Each(fn func(string, expand.Variable) bool) {
+	for name := range e.w.vars {
+		if vr := e.Get(name); vr.IsSet() {
+			if !fn(name, vr) {
+				return
+			}
+		}
+	}
+}
+
+// src returns the source text of a node in the current frame.
+func (fr *frame) srcOf(n syntax.Node) string {
+	s, e := int(n.Pos().Offset()), int(n.End().Offset())
+	if s < 0 || e > len(fr.src) || s > e {
+		return ""
+	}
+	return fr.src[s:e]
+}
+
+func (fr *frame) pos(n syntax.Node) Pos {
+	p := n.Pos()
+	return Pos{File: fr.file, Line: p.Line(), Col: p.Col()}
+}
+
+// isStatic reports whether word can be resolved without running anything.
+func (w *walker) isStatic(word *syntax.Word) bool {
+	if len(word.Parts) > 0 {
+		if lit, ok := word.Parts[0].(*syntax.Lit); ok && strings.HasPrefix(lit.Value, "~") {
+			// ~ needs HOME; ~user needs the user database.
+			name := lit.Value[1:]
+			if i := strings.IndexByte(name, '/'); i >= 0 {
+				name = name[:i]
+			}
+			if home, ok := w.vars["HOME"]; name != "" || !ok || !home.known {
+				return false
+			}
+		}
+	}
+	return w.staticParts(word.Parts, false)
+}
+
+func (w *walker) staticParts(parts []syntax.WordPart, quoted bool) bool {
+	for _, p := range parts {
+		switch p := p.(type) {
+		case *syntax.Lit, *syntax.SglQuoted:
+		case *syntax.DblQuoted:
+			if !w.staticParts(p.Parts, true) {
+				return false
+			}
+		case *syntax.ParamExp:
+			if !w.staticParam(p, quoted) {
+				return false
+			}
+		case *syntax.ExtGlob:
+			// A pattern: kept as text, like any glob.
+		default: // CmdSubst, ProcSubst, ArithmExp, BraceExp
+			return false
+		}
+	}
+	return true
+}
+
+func (w *walker) staticParam(p *syntax.ParamExp, quoted bool) bool {
+	if p.Param == nil || p.Excl || p.Names != 0 || p.Width || p.IsSet || p.Flags != nil || p.NestedParam != nil {
+		return false
+	}
+	if p.Index != nil || p.Slice != nil {
+		return false
+	}
+	v, ok := w.vars[p.Param.Value]
+	if !ok || !v.known {
+		return false
+	}
+	if !quoted && !p.Length {
+		if ifs, set := w.vars["IFS"]; set && !ifs.known {
+			return false
+		}
+	}
+	if p.Repl != nil {
+		if p.Repl.Orig != nil && !w.staticParts(p.Repl.Orig.Parts, true) || p.Repl.With != nil && !w.staticParts(p.Repl.With.Parts, true) {
+			return false
+		}
+	}
+	if p.Exp != nil {
+		if p.Exp.Op == syntax.OtherParamOps {
+			return false // ${x@P}, ${x@Q}...: evaluated by the shell
+		}
+		if p.Exp.Word != nil && !w.staticParts(p.Exp.Word.Parts, true) {
+			return false
+		}
+		switch p.Exp.Op {
+		case syntax.AssignUnset, syntax.AssignUnsetOrNull, syntax.ErrorUnset, syntax.ErrorUnsetOrNull:
+			return false // side effects
+		}
+	}
+	return true
+}
+
+// fields resolves a static word into the fields it expands to. ok is false
+// when expansion failed or produced more than maxFields fields.
+func (w *walker) fields(word *syntax.Word) ([]string, bool) {
+	cfg := &expand.Config{Env: env{w}}
+	var out []string
+	for f, err := range expand.FieldsSeq(cfg, word) {
+		if err != nil {
+			return nil, false
+		}
+		out = append(out, f)
+		if len(out) > maxFields {
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+// literal resolves a static word as a single string without splitting (for
+// assignment values, redirect targets and here-strings).
+func (w *walker) literal(word *syntax.Word) (string, bool) {
+	if word == nil {
+		return "", true
+	}
+	if !w.isStatic(word) {
+		return "", false
+	}
+	s, err := expand.Literal(&expand.Config{Env: env{w}}, word)
+	return s, err == nil
+}
+
+// arg is one resolved argv word with what the analyzer knows of its origin.
+type arg struct {
+	Word
+	tainted string // the credential-bearing variable it carries, if any
+	pos     Pos
+}
+
+// resolveArgs expands the argument words of a simple command.
+func (w *walker) resolveArgs(words []*syntax.Word, fr *frame) []arg {
+	out := make([]arg, 0, len(words))
+	for _, word := range words {
+		t := w.taintOf(word, fr)
+		pos := fr.pos(word)
+		if w.isStatic(word) {
+			if fs, ok := w.fields(word); ok {
+				for _, f := range fs {
+					out = append(out, arg{Word: Word{Value: f}, tainted: t, pos: pos})
+				}
+				continue
+			}
+		}
+		out = append(out, arg{Word: Word{Value: fr.srcOf(word), Dynamic: true}, tainted: t, pos: pos})
+	}
+	return out
+}
+
+// taintOf names the credential-bearing variable whose value word would
+// carry, or "" when it carries none. A command substitution inside the word
+// that reads a credential (or the credential directory) taints it too.
+func (w *walker) taintOf(word *syntax.Word, fr *frame) string {
+	if word == nil {
+		return ""
+	}
+	found := ""
+	syntax.Walk(word, func(n syntax.Node) bool {
+		if found != "" {
+			return false
+		}
+		switch n := n.(type) {
+		case *syntax.ParamExp:
+			found = w.paramTaint(n, fr)
+		case *syntax.CmdSubst:
+			if name := w.stmtsReference(n.Stmts, true); name != "" {
+				found = name
+			}
+			return false
+		case *syntax.ProcSubst:
+			return false // yields a /dev/fd path, not a value
+		}
+		return found == ""
+	})
+	return found
+}
+
+func (w *walker) paramTaint(p *syntax.ParamExp, fr *frame) string {
+	if p.Names != 0 && p.Param != nil {
+		// ${!PREFIX*}: the names of credential variables.
+		for name := range w.credVars {
+			if strings.HasPrefix(name, p.Param.Value) {
+				return "${!" + p.Param.Value + "*}"
+			}
+		}
+		if strings.HasPrefix(CredentialPrefix, p.Param.Value) || strings.HasPrefix(p.Param.Value, CredentialPrefix) {
+			return "${!" + p.Param.Value + "*}"
+		}
+		return ""
+	}
+	if p.Param == nil {
+		return ""
+	}
+	name := p.Param.Value
+	if p.Excl {
+		// ${!x}: indirection; tainted unless x statically names a clean variable.
+		v, ok := w.vars[name]
+		if !ok || !v.known || v.isList {
+			return "${!" + name + "}"
+		}
+		if w.isTainted(v.str) {
+			return v.str
+		}
+		return ""
+	}
+	if p.Length {
+		return ""
+	}
+	if w.isTainted(name) {
+		return name
+	}
+	if (fr.posTaint || w.posTainted) && isPositional(name) {
+		return "$" + name
+	}
+	return ""
+}
+
+func isPositional(name string) bool {
+	if name == "@" || name == "*" {
+		return true
+	}
+	_, err := strconv.Atoi(name)
+	return err == nil && name != "0"
+}
+
+// isTainted reports whether a variable carries a credential value.
+func (w *walker) isTainted(name string) bool {
+	if w.credVars[name] {
+		return true
+	}
+	if strings.HasPrefix(name, CredentialPrefix) && name != CredentialDirVar {
+		return true
+	}
+	if v, ok := w.vars[name]; ok {
+		if v.tainted {
+			return true
+		}
+		if v.nameref != "" && v.nameref != name {
+			return w.isTainted(v.nameref)
+		}
+	}
+	return false
+}
+
+// stmtsReference names a credential variable (or, when withDir, the
+// credential directory) referenced anywhere in stmts, or "".
+func (w *walker) stmtsReference(stmts []*syntax.Stmt, withDir bool) string {
+	found := ""
+	for _, st := range stmts {
+		syntax.Walk(st, func(n syntax.Node) bool {
+			if found != "" {
+				return false
+			}
+			if p, ok := n.(*syntax.ParamExp); ok && p.Param != nil {
+				name := p.Param.Value
+				if p.Excl || p.Names != 0 {
+					if t := w.paramTaint(p, &frame{}); t != "" {
+						found = t
+					}
+				} else if w.isTainted(name) || withDir && name == CredentialDirVar {
+					found = name
+				}
+			}
+			return true
+		})
+		if found != "" {
+			break
+		}
+	}
+	return found
+}
+
+// hasGlob reports whether a word has an unquoted glob character, so the
+// shell would match it against files.
+func hasGlob(word *syntax.Word) bool {
+	for _, p := range word.Parts {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			s := p.Value
+			for i := 0; i < len(s); i++ {
+				switch s[i] {
+				case '\\':
+					i++
+				case '*', '?', '[':
+					return true
+				}
+			}
+		case *syntax.ExtGlob:
+			return true
+		}
+	}
+	return false
+}
+
+// stmtsReferenceWord names a credential variable, or the credential
+// directory, referenced anywhere in word.
+func (w *walker) stmtsReferenceWord(word *syntax.Word) string {
+	if word == nil {
+		return ""
+	}
+	return w.stmtsReference([]*syntax.Stmt{{Cmd: &syntax.CallExpr{Args: []*syntax.Word{word}}}}, true)
+}
