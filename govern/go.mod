@@ -3,6 +3,7 @@ module github.com/mitrity/mitrity/govern
 go 1.26.0
 
 require (
+	github.com/goccy/go-yaml v1.19.2
 	github.com/mattn/go-isatty v0.0.24
 	github.com/rs/zerolog v1.35.1
 	gotest.tools/v3 v3.5.2

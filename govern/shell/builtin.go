@@ -108,7 +108,7 @@ func (w *walker) builtin(args []arg, cmd *Command, fr frame) {
 				fn = true
 			case a.Value == "-v" || a.Value == "-n":
 			case fn:
-				delete(w.funcs, a.Value)
+				w.funcs.set(a.Value, nil)
 			default:
 				w.setVar(a.Value, &value{known: true}, fr)
 			}
@@ -258,10 +258,10 @@ func (w *walker) setPositional(args []arg, fr frame) {
 // forgetVars drops every known value: something assigned a variable the
 // analyzer cannot name.
 func (w *walker) forgetVars() {
-	for name, v := range w.vars {
-		w.vars[name] = &value{tainted: v.tainted}
-	}
-	w.vars["IFS"] = &value{}
+	w.vars.each(func(name string, v *value) {
+		w.vars.set(name, &value{tainted: v.tainted})
+	})
+	w.vars.set("IFS", &value{})
 }
 
 // assignName flags assignments to variables that change what runs.

@@ -113,7 +113,7 @@ func (w *walker) assign(as *syntax.Assign, fr frame, numeric bool) {
 				v.numeric = numericWord(as.Value)
 			}
 		} else if as.Append {
-			if old, ok := w.vars[name]; ok && old.known && !old.isList && as.Index == nil {
+			if old, ok := w.vars.get(name); ok && old.known && !old.isList && as.Index == nil {
 				if s, ok := w.literal(as.Value); ok {
 					v.known, v.str = true, old.str+s
 				}
@@ -126,7 +126,7 @@ func (w *walker) assign(as *syntax.Assign, fr frame, numeric bool) {
 		v.numeric = true
 		v.known = v.known && isInteger(v.str)
 	}
-	if old, ok := w.vars[name]; ok && (as.Append || as.Index != nil) && old.tainted {
+	if old, ok := w.vars.get(name); ok && (as.Append || as.Index != nil) && old.tainted {
 		v.tainted = true
 	}
 	if name == "IFS" && !v.known {
@@ -195,7 +195,7 @@ func (w *walker) run(args []arg, cmd *Command, fr frame, mode lookup) {
 	base := path.Base(name.Value)
 	bare := !strings.Contains(name.Value, "/")
 	switch {
-	case bare && mode == lookupAll && w.funcs[name.Value] != nil:
+	case bare && mode == lookupAll && w.fn(name.Value) != nil:
 		cmd.Kind = "function"
 		w.emit(cmd)
 		w.callFunc(name.Value, args, cmd.Pos, fr)

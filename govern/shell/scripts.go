@@ -106,38 +106,39 @@ func (w *walker) inspectExecutable(p, name string, pos Pos, fr frame) {
 }
 
 func (w *walker) writableExecutable(p string, pos Pos) {
-	real := p
-	if r, err := filepath.EvalSymlinks(p); err == nil {
-		real = r
-	}
+	real := w.realPath(p)
 	for _, root := range w.in.WritableRoots {
-		if within(p, root) || within(real, realRoot(root)) {
+		if within(p, root) || within(real, w.realPath(root)) {
 			w.flag(FlagWritableExecutable, pos, "%s is inside the writable root %s: the command can change it before it runs", p, root)
 			return
 		}
 	}
 }
 
-func realRoot(root string) string {
-	if r, err := filepath.EvalSymlinks(root); err == nil {
-		return r
-	}
-	return root
-}
-
 // underInspection reports whether p, after symlink resolution, is inside an
 // inspection root.
 func (w *walker) underInspection(p string) bool {
-	real, err := filepath.EvalSymlinks(p)
-	if err != nil {
-		real = p
-	}
+	real := w.realPath(p)
 	for _, root := range w.in.InspectionRoots {
-		if within(real, realRoot(root)) {
+		if within(real, w.realPath(root)) {
 			return true
 		}
 	}
 	return false
+}
+
+// realPath resolves symlinks (cached per analysis); a path that does not
+// resolve is returned as it is.
+func (w *walker) realPath(p string) string {
+	if r, ok := w.realCache[p]; ok {
+		return r
+	}
+	r, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		r = p
+	}
+	w.realCache[p] = r
+	return r
 }
 
 // interpreterScript pins the script file a python/perl/node/... command

@@ -2,11 +2,11 @@ package shell
 
 import (
 	"fmt"
-	"maps"
 	"path"
 	"path/filepath"
 	"strings"
 
+	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/mitrity/mitrity/govern"
@@ -52,8 +52,8 @@ type write struct {
 type walker struct {
 	in       *Input
 	a        *Analysis
-	vars     map[string]*value
-	funcs    map[string]*syntax.FuncDecl
+	vars     *layered[*value]
+	funcs    *layered[*syntax.FuncDecl]
 	funcSrc  map[string]frame
 	called   map[string]bool
 	active   map[string]int // functions being walked (recursion guard)
@@ -68,6 +68,10 @@ type walker struct {
 	// cwd is the directory commands run in at this point; "" once a cd to a
 	// directory known only at run time made it unknown.
 	cwd string
+	cfg       *expand.Config // reused for every expansion
+	pathCache map[string]string
+	pipeTaint map[pipeKey]string
+	realCache map[string]string
 	// posTainted: `set --` put a credential into the positional parameters.
 	posTainted bool
 }
@@ -79,9 +83,9 @@ func newWalker(in *Input, a *Analysis) *walker {
 	if in.MaxScriptBytes <= 0 {
 		in.MaxScriptBytes = defaultMaxScriptBytes
 	}
-	w := &walker{in: in, a: a, vars: map[string]*value{}, funcs: map[string]*syntax.FuncDecl{},
+	w := &walker{in: in, a: a, vars: newLayered[*value](), funcs: newLayered[*syntax.FuncDecl](),
 		funcSrc: map[string]frame{}, called: map[string]bool{}, active: map[string]int{},
-		credVars: map[string]bool{}, pinned: map[string]bool{}, flagged: map[string]bool{}}
+		credVars: map[string]bool{}, pathCache: map[string]string{}, pipeTaint: map[pipeKey]string{}, realCache: map[string]string{}, pinned: map[string]bool{}, flagged: map[string]bool{}}
 	for _, n := range in.CredentialVars {
 		w.credVars[n] = true
 	}
@@ -90,7 +94,7 @@ func newWalker(in *Input, a *Analysis) *walker {
 	}
 	w.cwd = in.Cwd
 	if in.Home != "" {
-		w.vars["HOME"] = &value{known: true, str: in.Home}
+		w.vars.set("HOME", &value{known: true, str: in.Home})
 	}
 	return w
 }
@@ -137,15 +141,13 @@ func (w *walker) walkStmts(stmts []*syntax.Stmt, fr frame) {
 
 // subshell runs fn with a copy of the variables, as the shell forks.
 func (w *walker) subshell(fn func()) {
-	saved, cwd, funcs := w.vars, w.cwd, w.funcs
-	w.vars = make(map[string]*value, len(saved))
-	for k, v := range saved {
-		c := *v
-		w.vars[k] = &c
-	}
-	w.funcs = maps.Clone(funcs)
+	cwd := w.cwd
+	w.vars.push()
+	w.funcs.push()
 	fn()
-	w.vars, w.cwd, w.funcs = saved, cwd, funcs
+	w.vars.pop()
+	w.funcs.pop()
+	w.cwd = cwd
 }
 
 func (w *walker) walkStmt(st *syntax.Stmt, fr frame) {
@@ -279,10 +281,7 @@ func (w *walker) binaryCmd(b *syntax.BinaryCmd, fr frame) {
 		w.subshell(func() { w.walkStmt(b.X, fr.with("")) })
 		right := fr
 		right.piped, right.hdoc, right.stdinFile, right.stdinDynamic = true, nil, "", false
-		right.stdinTaint = w.stmtsReference([]*syntax.Stmt{b.X}, true)
-		if right.stdinTaint == "" {
-			right.stdinTaint = fr.stdinTaint
-		}
+		right.stdinTaint = w.pipeOutTaint(b.X, fr.stdinTaint)
 		w.subshell(func() { w.walkStmt(b.Y, right) })
 	default:
 		w.walkStmt(b.X, fr)
@@ -290,9 +289,38 @@ func (w *walker) binaryCmd(b *syntax.BinaryCmd, fr frame) {
 	}
 }
 
+// pipeOutTaint names the credential that may flow out of a pipeline stage:
+// one it references, or one that flowed into it. Memoised, since a long
+// pipeline nests one BinaryCmd per stage.
+func (w *walker) pipeOutTaint(st *syntax.Stmt, in string) string {
+	key := pipeKey{st, in}
+	if t, ok := w.pipeTaint[key]; ok {
+		return t
+	}
+	var t string
+	if b, ok := st.Cmd.(*syntax.BinaryCmd); ok && (b.Op == syntax.Pipe || b.Op == syntax.PipeAll) && len(st.Redirs) == 0 {
+		t = w.stmtsReference([]*syntax.Stmt{b.Y}, true)
+		if t == "" {
+			t = w.pipeOutTaint(b.X, in)
+		}
+	} else {
+		t = w.stmtsReference([]*syntax.Stmt{st}, true)
+		if t == "" {
+			t = in
+		}
+	}
+	w.pipeTaint[key] = t
+	return t
+}
+
+type pipeKey struct {
+	st *syntax.Stmt
+	in string
+}
+
 func (w *walker) funcDecl(fd *syntax.FuncDecl, fr frame) {
 	name := fd.Name.Value
-	w.funcs[name] = fd
+	w.funcs.set(name, fd)
 	w.funcSrc[name] = fr
 	if w.isBuiltin(name, fr.dialect) || w.inPath(name) || shells[name] != "" || wrapperNames[name] {
 		w.flag(FlagFunctionShadow, fr.pos(fd), "function %s shadows the command of that name where it is called", name)
@@ -302,7 +330,7 @@ func (w *walker) funcDecl(fd *syntax.FuncDecl, fr frame) {
 // callFunc walks a function body where it is called, with positional
 // parameters tainted when any argument carried a credential.
 func (w *walker) callFunc(name string, args []arg, pos Pos, fr frame) {
-	fd := w.funcs[name]
+	fd := w.fn(name)
 	w.called[name] = true
 	if w.active[name] > 0 || fr.depth >= w.in.MaxScriptDepth*4 {
 		return // recursion: the body is already being walked
@@ -326,12 +354,12 @@ func (w *walker) callFunc(name string, args []arg, pos Pos, fr frame) {
 // finish walks functions that were declared but never called, so their
 // commands are still listed, and records write-then-run links.
 func (w *walker) finish() {
-	names := make([]string, 0, len(w.funcs))
-	for name := range w.funcs {
-		if !w.called[name] {
+	var names []string
+	w.funcs.each(func(name string, fd *syntax.FuncDecl) {
+		if fd != nil && !w.called[name] {
 			names = append(names, name)
 		}
-	}
+	})
 	for _, name := range sortedStrings(names) {
 		fr := w.funcSrc[name]
 		w.callFunc(name, []arg{{}}, Pos{}, fr)
@@ -350,20 +378,20 @@ func sortedStrings(s []string) []string {
 // setVar records an assignment. In conditional code the value becomes
 // unknown, and taint only ever accumulates there.
 func (w *walker) setVar(name string, v *value, fr frame) {
-	old, had := w.vars[name]
+	old, had := w.vars.get(name)
 	if fr.cond {
 		nv := &value{tainted: v.tainted || had && old.tainted, numeric: v.numeric && (!had || old.numeric)}
-		w.vars[name] = nv
+		w.vars.set(name, nv)
 		return
 	}
-	w.vars[name] = v
+	w.vars.set(name, v)
 }
 
 // substitutions walks the command and process substitutions inside a word,
 // which run before the command that holds the word, and checks arithmetic
 // inside it.
 func (w *walker) substitutions(word *syntax.Word, fr frame) {
-	if word == nil {
+	if word == nil || inert(word) {
 		return
 	}
 	w.substNode(word, fr)
@@ -445,7 +473,7 @@ func (w *walker) arith(x syntax.ArithmExpr, fr frame) {
 			if n.Op == syntax.Inc || n.Op == syntax.Dec {
 				if wd, ok := n.X.(*syntax.Word); ok {
 					if name := wordName(wd); name != "" {
-						if v, ok := w.vars[name]; !ok || v.numeric {
+						if v, ok := w.vars.get(name); !ok || v.numeric {
 							w.setVar(name, &value{numeric: true}, fr)
 						}
 					}
@@ -514,7 +542,7 @@ func (w *walker) arithVar(name string, pos Pos, fr frame) {
 	case "#", "?", "$", "!", "RANDOM", "SECONDS", "LINENO", "BASHPID", "PPID", "UID", "EUID", "OPTIND", "SRANDOM", "EPOCHSECONDS":
 		return
 	}
-	v, ok := w.vars[name]
+	v, ok := w.vars.get(name)
 	if ok && (v.numeric || v.known && !v.isList && isArithSafe(v.str)) {
 		return
 	}
@@ -689,18 +717,32 @@ func (w *walker) inPath(name string) bool {
 	return ok
 }
 
+// lookPath finds name in the run's PATH (relative PATH entries are
+// skipped: the executor never sets them). Results are cached per analysis.
 func (w *walker) lookPath(name string) (string, bool) {
 	if strings.Contains(name, "/") || name == "" {
 		return "", false
 	}
+	if p, ok := w.pathCache[name]; ok {
+		return p, p != ""
+	}
+	found := ""
 	for _, dir := range w.in.Path {
 		if dir == "" || !filepath.IsAbs(dir) {
 			continue
 		}
 		p := filepath.Join(dir, name)
 		if isRegular(p) {
-			return p, true
+			found = p
+			break
 		}
 	}
-	return "", false
+	w.pathCache[name] = found
+	return found, found != ""
+}
+
+// fn returns the function a name is defined as at this point, or nil.
+func (w *walker) fn(name string) *syntax.FuncDecl {
+	fd, _ := w.funcs.get(name)
+	return fd
 }

@@ -25,7 +25,7 @@ type value struct {
 type env struct{ w *walker }
 
 func (e env) Get(name string) expand.Variable {
-	v, ok := e.w.vars[name]
+	v, ok := e.w.vars.get(name)
 	if !ok || !v.known {
 		return expand.Variable{}
 	}
@@ -36,13 +36,12 @@ func (e env) Get(name string) expand.Variable {
 }
 
 func (e env) Each(fn func(string, expand.Variable) bool) {
-	for name := range e.w.vars {
-		if vr := e.Get(name); vr.IsSet() {
-			if !fn(name, vr) {
-				return
-			}
+	stop := false
+	e.w.vars.each(func(name string, _ *value) {
+		if vr := e.Get(name); !stop && vr.IsSet() {
+			stop = !fn(name, vr)
 		}
-	}
+	})
 }
 
 // src returns the source text of a node in the current frame.
@@ -68,7 +67,7 @@ func (w *walker) isStatic(word *syntax.Word) bool {
 			if i := strings.IndexByte(name, '/'); i >= 0 {
 				name = name[:i]
 			}
-			if home, ok := w.vars["HOME"]; name != "" || !ok || !home.known {
+			if home, ok := w.vars.get("HOME"); name != "" || !ok || !home.known {
 				return false
 			}
 		}
@@ -104,12 +103,12 @@ func (w *walker) staticParam(p *syntax.ParamExp, quoted bool) bool {
 	if p.Index != nil || p.Slice != nil {
 		return false
 	}
-	v, ok := w.vars[p.Param.Value]
+	v, ok := w.vars.get(p.Param.Value)
 	if !ok || !v.known {
 		return false
 	}
 	if !quoted && !p.Length {
-		if ifs, set := w.vars["IFS"]; set && !ifs.known {
+		if ifs, set := w.vars.get("IFS"); set && !ifs.known {
 			return false
 		}
 	}
@@ -136,9 +135,14 @@ func (w *walker) staticParam(p *syntax.ParamExp, quoted bool) bool {
 // fields resolves a static word into the fields it expands to. ok is false
 // when expansion failed or produced more than maxFields fields.
 func (w *walker) fields(word *syntax.Word) ([]string, bool) {
-	cfg := &expand.Config{Env: env{w}}
+	if s, ok := plainLit(word); ok {
+		return []string{s}, true
+	}
+	if w.cfg == nil {
+		w.cfg = &expand.Config{Env: env{w}}
+	}
 	var out []string
-	for f, err := range expand.FieldsSeq(cfg, word) {
+	for f, err := range expand.FieldsSeq(w.cfg, word) {
 		if err != nil {
 			return nil, false
 		}
@@ -150,6 +154,46 @@ func (w *walker) fields(word *syntax.Word) ([]string, bool) {
 	return out, true
 }
 
+// plainLit returns the value of a word that is one literal needing no
+// expansion at all (the common case, resolved without expand).
+func plainLit(word *syntax.Word) (string, bool) {
+	if len(word.Parts) != 1 {
+		return "", false
+	}
+	switch p := word.Parts[0].(type) {
+	case *syntax.Lit:
+		if strings.ContainsAny(p.Value, "\\{~*?[") {
+			return "", false
+		}
+		return p.Value, true
+	case *syntax.SglQuoted:
+		if p.Dollar {
+			return "", false
+		}
+		return p.Value, true
+	}
+	return "", false
+}
+
+// inert reports whether a word holds only literal text: no expansion,
+// substitution or arithmetic, so nothing in it runs or carries a value.
+func inert(word *syntax.Word) bool {
+	for _, p := range word.Parts {
+		switch p := p.(type) {
+		case *syntax.Lit, *syntax.SglQuoted:
+		case *syntax.DblQuoted:
+			for _, q := range p.Parts {
+				if _, ok := q.(*syntax.Lit); !ok {
+					return false
+				}
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // literal resolves a static word as a single string without splitting (for
 // assignment values, redirect targets and here-strings).
 func (w *walker) literal(word *syntax.Word) (string, bool) {
@@ -159,7 +203,13 @@ func (w *walker) literal(word *syntax.Word) (string, bool) {
 	if !w.isStatic(word) {
 		return "", false
 	}
-	s, err := expand.Literal(&expand.Config{Env: env{w}}, word)
+	if s, ok := plainLit(word); ok {
+		return s, true
+	}
+	if w.cfg == nil {
+		w.cfg = &expand.Config{Env: env{w}}
+	}
+	s, err := expand.Literal(w.cfg, word)
 	return s, err == nil
 }
 
@@ -193,7 +243,7 @@ func (w *walker) resolveArgs(words []*syntax.Word, fr *frame) []arg {
 // carry, or "" when it carries none. A command substitution inside the word
 // that reads a credential (or the credential directory) taints it too.
 func (w *walker) taintOf(word *syntax.Word, fr *frame) string {
-	if word == nil {
+	if word == nil || inert(word) {
 		return ""
 	}
 	found := ""
@@ -236,7 +286,7 @@ func (w *walker) paramTaint(p *syntax.ParamExp, fr *frame) string {
 	name := p.Param.Value
 	if p.Excl {
 		// ${!x}: indirection; tainted unless x statically names a clean variable.
-		v, ok := w.vars[name]
+		v, ok := w.vars.get(name)
 		if !ok || !v.known || v.isList {
 			return "${!" + name + "}"
 		}
@@ -273,7 +323,7 @@ func (w *walker) isTainted(name string) bool {
 	if strings.HasPrefix(name, CredentialPrefix) && name != CredentialDirVar {
 		return true
 	}
-	if v, ok := w.vars[name]; ok {
+	if v, ok := w.vars.get(name); ok {
 		if v.tainted {
 			return true
 		}
