@@ -63,4 +63,3 @@ func asExitCoder(err error, target *cli.ExitCoder) bool {
 	}
 	return ok
 }
-

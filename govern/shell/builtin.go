@@ -16,7 +16,6 @@ func (w *walker) builtin(args []arg, cmd *Command, fr frame) {
 		w.wrapper(mustUnwrap(cmd.Argv), args, cmd, fr)
 		return
 	}
-	w.emit(cmd)
 	rest := args[1:]
 	switch name {
 	case "eval":
@@ -65,6 +64,7 @@ func (w *walker) builtin(args []arg, cmd *Command, fr frame) {
 						taint = true
 					}
 				}
+				w.checkVarName(rest[i+1].Value, cmd.Pos, "printf -v")
 				w.setVar(rest[i+1].Value, &value{tainted: taint}, fr)
 				break
 			}
@@ -74,9 +74,33 @@ func (w *walker) builtin(args []arg, cmd *Command, fr frame) {
 		}
 	case "set":
 		for i, a := range rest {
-			if a.Value == "--" && !a.Dynamic {
+			switch {
+			case a.Dynamic:
+			case a.Value == "--":
 				w.setPositional(rest[i+1:], fr)
-				break
+				return
+			case a.Value == "-o" && i+1 < len(rest) && rest[i+1].Value == "allexport":
+				w.allexport = true
+			case a.Value == "+o" && i+1 < len(rest) && rest[i+1].Value == "allexport":
+				w.allexport = false
+			case strings.HasPrefix(a.Value, "-") && strings.Contains(a.Value, "a"):
+				w.allexport = true
+			case strings.HasPrefix(a.Value, "+") && strings.Contains(a.Value, "a"):
+				w.allexport = false
+			case !strings.HasPrefix(a.Value, "-") && !strings.HasPrefix(a.Value, "+"):
+				// set word...: the words become the positional parameters.
+				w.setPositional(rest[i:], fr)
+				return
+			}
+		}
+	case "test", "[":
+		for i := 0; i+1 < len(rest); i++ {
+			if rest[i].Value == "-v" && !rest[i].Dynamic {
+				if rest[i+1].Dynamic {
+					w.flag(FlagOpaque, cmd.Pos, "test -v of a name known only at run time evaluates its subscript")
+				} else {
+					w.checkVarName(rest[i+1].Value, cmd.Pos, "test -v")
+				}
 			}
 		}
 	case "cd", "pushd", "chdir":
@@ -110,6 +134,7 @@ func (w *walker) builtin(args []arg, cmd *Command, fr frame) {
 			case fn:
 				w.funcs.set(a.Value, nil)
 			default:
+				w.checkVarName(a.Value, cmd.Pos, "unset")
 				w.setVar(a.Value, &value{known: true}, fr)
 			}
 		}
@@ -155,6 +180,7 @@ func (w *walker) builtin(args []arg, cmd *Command, fr frame) {
 			}
 			if i := strings.IndexByte(a.Value, '='); i > 0 {
 				n := strings.TrimSuffix(a.Value[:i], "+")
+				w.checkVarName(n, cmd.Pos, name)
 				w.assignName(n, cmd.Pos)
 				w.setVar(n, &value{tainted: a.tainted != ""}, fr)
 			}
@@ -242,7 +268,25 @@ func (w *walker) readVars(name string, rest []arg, cmd *Command, fr frame) {
 		taint = fr.posTaint
 	}
 	for _, n := range names {
+		w.checkVarName(n, cmd.Pos, name)
 		w.setVar(n, &value{tainted: taint}, fr)
+	}
+}
+
+// checkVarName flags a variable name argument whose array subscript the
+// builtin will evaluate as arithmetic: a[$(cmd)] runs cmd, and a[x] runs
+// whatever code x's value holds.
+func (w *walker) checkVarName(name string, pos Pos, builtin string) {
+	i := strings.IndexByte(name, '[')
+	if i < 0 {
+		return
+	}
+	sub := strings.TrimSuffix(name[i+1:], "]")
+	switch {
+	case strings.ContainsAny(sub, "$`[("):
+		w.flag(FlagOpaque, pos, "%s evaluates the subscript of %s as arithmetic, which can run commands", builtin, name)
+	case syntax.ValidName(sub):
+		w.arithVar(sub, pos, frame{})
 	}
 }
 
@@ -274,12 +318,14 @@ func (w *walker) assignName(name string, pos Pos) {
 // declClause handles declare, typeset, local, export, readonly, nameref.
 func (w *walker) declClause(dc *syntax.DeclClause, redirs []Redirect, fr frame) {
 	pos := fr.pos(dc)
-	for _, as := range dc.Args {
-		w.assignSubst(as, fr)
-	}
 	argv := []Word{{Value: dc.Variant.Value}}
-	nameref, integer, funcs := dc.Variant.Value == "nameref", false, false
+	nameref, integer, funcs, assoc := dc.Variant.Value == "nameref", false, false, false
+	export := dc.Variant.Value == "export"
 	for _, as := range dc.Args {
+		if as.Name != nil && assoc {
+			w.vars.set(as.Name.Value, &value{assoc: true, isList: true})
+		}
+		w.assignSubst(as, fr)
 		if as.Name == nil {
 			// An option or a word known only at run time.
 			if as.Value != nil && w.isStatic(as.Value) {
@@ -289,11 +335,14 @@ func (w *walker) declClause(dc *syntax.DeclClause, redirs []Redirect, fr frame) 
 					nameref = nameref || strings.HasPrefix(s, "-") && strings.Contains(s, "n")
 					integer = integer || strings.HasPrefix(s, "-") && strings.Contains(s, "i")
 					funcs = funcs || strings.ContainsAny(s, "fF")
+					export = export || strings.HasPrefix(s, "-") && strings.Contains(s, "x")
+					assoc = assoc || strings.HasPrefix(s, "-") && strings.Contains(s, "A")
 					continue
 				}
 				if i := strings.IndexByte(s, '='); i > 0 {
 					// declare "x=y": the parser keeps it as a word.
 					n := strings.TrimSuffix(s[:i], "+")
+					w.checkVarName(n, pos, dc.Variant.Value)
 					w.assignName(n, pos)
 					w.setVar(n, &value{tainted: w.taintOf(as.Value, &fr) != ""}, fr)
 				}
@@ -306,7 +355,15 @@ func (w *walker) declClause(dc *syntax.DeclClause, redirs []Redirect, fr frame) 
 			w.forgetVars()
 			continue
 		}
-		argv = append(argv, Word{Value: fr.srcOf(as)})
+		if as.Value != nil && !as.Naked {
+			if val, ok := w.literal(as.Value); ok && as.Index == nil {
+				argv = append(argv, Word{Value: as.Name.Value + "=" + val})
+			} else {
+				argv = append(argv, Word{Value: fr.srcOf(as), Dynamic: true})
+			}
+		} else {
+			argv = append(argv, Word{Value: fr.srcOf(as), Dynamic: as.Array != nil || as.Index != nil})
+		}
 		if funcs {
 			continue
 		}
@@ -323,9 +380,25 @@ func (w *walker) declClause(dc *syntax.DeclClause, redirs []Redirect, fr frame) 
 			continue
 		}
 		if as.Naked {
-			continue // export x: attributes only
+			// export x: attributes only.
+			if export {
+				v, ok := w.vars.get(name)
+				nv := &value{exported: true}
+				if ok {
+					c := *v
+					c.exported = true
+					nv = &c
+				}
+				w.vars.set(name, nv)
+			}
+			continue
 		}
 		w.assign(as, fr, integer)
+		if export {
+			if v, ok := w.vars.get(name); ok {
+				v.exported = true
+			}
+		}
 	}
 	cmd := &Command{Pos: pos, Argv: argv, Kind: "builtin", Context: fr.context, Redirects: redirs}
 	w.emit(cmd)

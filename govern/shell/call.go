@@ -14,6 +14,7 @@ func (w *walker) callExpr(ce *syntax.CallExpr, redirs []Redirect, fr frame) {
 	for _, as := range ce.Assigns {
 		w.assignSubst(as, fr)
 	}
+	fr.prefix = nil
 	for _, word := range ce.Args {
 		w.substitutions(word, fr)
 	}
@@ -21,10 +22,14 @@ func (w *walker) callExpr(ce *syntax.CallExpr, redirs []Redirect, fr frame) {
 	if len(ce.Args) == 0 {
 		// Plain assignments change the shell's own variables.
 		for _, as := range ce.Assigns {
+			if as.Name != nil {
+				w.assignName(as.Name.Value, pos)
+			}
 			w.assign(as, fr, false)
 		}
 		return
 	}
+	fr.prefix = ce.Assigns
 	var prefix []string
 	for _, as := range ce.Assigns {
 		if as.Name == nil {
@@ -34,7 +39,7 @@ func (w *walker) callExpr(ce *syntax.CallExpr, redirs []Redirect, fr frame) {
 		w.prefixAssign(as.Name.Value, pos, fr)
 	}
 	args := w.resolveArgs(ce.Args, &fr)
-	if len(args) > 0 && !args[0].Dynamic && hasGlob(ce.Args[0]) {
+	if len(args) > 0 && !args[0].Dynamic && (hasGlob(ce.Args[0]) || unquotedParam(ce.Args[0]) && isGlobPattern(args[0].Value, false)) {
 		w.flag(FlagGlobCommand, pos, "command name %q has glob characters: the file it runs is chosen at run time", args[0].Value)
 		args[0].Dynamic = true
 	}
@@ -65,16 +70,28 @@ func (w *walker) assignSubst(as *syntax.Assign, fr frame) {
 		w.substitutions(as.Value, fr)
 	}
 	if as.Index != nil {
-		w.arith(as.Index, fr)
+		w.subscript(as.Name, as.Index, fr)
 	}
 	if as.Array != nil {
 		for _, el := range as.Array.Elems {
 			if el.Index != nil {
-				w.arith(el.Index, fr)
+				w.subscript(as.Name, el.Index, fr)
 			}
 			w.substitutions(el.Value, fr)
 		}
 	}
+}
+
+// subscript walks an array subscript: arithmetic for indexed arrays, a
+// string for associative ones.
+func (w *walker) subscript(name *syntax.Lit, x syntax.ArithmExpr, fr frame) {
+	if name != nil {
+		if v, ok := w.vars.get(name.Value); ok && v.assoc {
+			w.substNode(x, fr)
+			return
+		}
+	}
+	w.arith(x, fr)
 }
 
 // assign records a shell variable assignment (a=b, declare a=b, a+=(x)).
@@ -82,8 +99,22 @@ func (w *walker) assign(as *syntax.Assign, fr frame, numeric bool) {
 	if as.Name == nil {
 		return
 	}
+	v := w.assignValue(as, fr, numeric)
+	if v.known && !v.isList && as.Name.Value == "PATH" {
+		w.setPath(v.str)
+	} else if as.Name.Value == "PATH" {
+		w.setPath("\x00")
+	}
+	w.setVar(as.Name.Value, v, fr)
+}
+
+// assignValue computes what an assignment stores, without storing it.
+func (w *walker) assignValue(as *syntax.Assign, fr frame, numeric bool) *value {
 	name := as.Name.Value
 	v := &value{}
+	if old, ok := w.vars.get(name); ok && old.exported || w.allexport {
+		v.exported = true
+	}
 	switch {
 	case as.Array != nil:
 		v.isList = true
@@ -96,7 +127,7 @@ func (w *walker) assign(as *syntax.Assign, fr frame, numeric bool) {
 				v.known = false
 				continue
 			}
-			fs, ok := w.fields(el.Value)
+			fs, ok := w.fields(el.Value, fr.dialect)
 			if !ok {
 				v.known = false
 				continue
@@ -122,6 +153,9 @@ func (w *walker) assign(as *syntax.Assign, fr frame, numeric bool) {
 	default:
 		v.known, v.str = true, ""
 	}
+	if old, ok := w.vars.get(name); ok && old.assoc {
+		v.assoc = true
+	}
 	if numeric {
 		v.numeric = true
 		v.known = v.known && isInteger(v.str)
@@ -132,7 +166,7 @@ func (w *walker) assign(as *syntax.Assign, fr frame, numeric bool) {
 	if name == "IFS" && !v.known {
 		w.flag(FlagOpaque, fr.pos(as), "IFS is set to a value known only at run time: word splitting cannot be resolved")
 	}
-	w.setVar(name, v, fr)
+	return v
 }
 
 func isInteger(s string) bool {
@@ -175,21 +209,23 @@ func numericWord(wd *syntax.Word) bool {
 // run dispatches one resolved command: functions, builtins, wrappers,
 // shells, and external programs.
 func (w *walker) run(args []arg, cmd *Command, fr frame, mode lookup) {
-	if !w.budget(cmd.Pos) {
+	if len(args) == 0 || !w.budget(cmd.Pos) {
 		return
 	}
 	cmd.Context = fr.context
 	cmd.Argv = words(args)
-	if len(args) == 0 {
-		return
-	}
+	// The command is listed before what it runs; its slot is filled when
+	// everything about it is known.
+	idx := len(w.a.Commands)
+	w.a.Commands = append(w.a.Commands, Command{})
+	defer func() { w.a.Commands[idx] = *cmd }()
+
 	name := args[0]
 	if name.Dynamic {
 		cmd.Kind = "unknown"
 		cmd.Opaque = "the command name is known only at run time"
 		w.flag(FlagDynamicCommand, cmd.Pos, "command name %s is known only at run time", name.Value)
 		w.checkArgv(args, cmd, "a command whose name is known only at run time")
-		w.emit(cmd)
 		return
 	}
 	base := path.Base(name.Value)
@@ -197,8 +233,7 @@ func (w *walker) run(args []arg, cmd *Command, fr frame, mode lookup) {
 	switch {
 	case bare && mode == lookupAll && w.fn(name.Value) != nil:
 		cmd.Kind = "function"
-		w.emit(cmd)
-		w.callFunc(name.Value, args, cmd.Pos, fr)
+		w.callFunc(w.fn(name.Value), args, fr)
 		return
 	case bare && (mode == lookupAll || mode == lookupNoFunc || mode == lookupBuiltin) && w.isBuiltin(name.Value, fr.dialect):
 		cmd.Kind = "builtin"
@@ -207,12 +242,11 @@ func (w *walker) run(args []arg, cmd *Command, fr frame, mode lookup) {
 	case mode == lookupBuiltin:
 		cmd.Kind = "builtin"
 		cmd.Opaque = name.Value + " is not a builtin"
-		w.emit(cmd)
 		return
 	}
 	cmd.Kind = "external"
 	w.checkArgv(args, cmd, base)
-	if strings.Contains(name.Value, "/") {
+	if !bare {
 		w.commandPath(name.Value, cmd.Pos, fr)
 	} else if p, ok := w.lookPath(name.Value); ok && w.underInspection(p) {
 		w.inspectExecutable(p, name.Value, cmd.Pos, fr)
@@ -222,7 +256,6 @@ func (w *walker) run(args []arg, cmd *Command, fr frame, mode lookup) {
 		return
 	}
 	if d, ok := shells[base]; ok {
-		w.emit(cmd)
 		w.shell(args, d, cmd, fr)
 		return
 	}
@@ -231,7 +264,6 @@ func (w *walker) run(args []arg, cmd *Command, fr frame, mode lookup) {
 		w.flag(FlagOpaque, cmd.Pos, "%s", cmd.Opaque)
 	}
 	w.external(args, cmd, fr)
-	w.emit(cmd)
 }
 
 func words(args []arg) []Word {
@@ -278,7 +310,7 @@ func (w *walker) external(args []arg, cmd *Command, fr frame) {
 	for _, h := range toolHazards(argv) {
 		w.flag(h.Kind, cmd.Pos, "%s", h.Detail)
 		if h.Code != nil {
-			w.subshell(func() { w.nested(*h.Code, DialectSh, cmd.Pos, fr, base+" "+string(h.Kind)) })
+			w.child(fr, func() { w.nested(*h.Code, DialectSh, cmd.Pos, fr, base+" "+string(h.Kind)) })
 		}
 	}
 	if interpreters[strings.TrimRight(base, "0123456789.")] {
@@ -320,18 +352,13 @@ func (w *walker) fileWrites(argv []Word, pos Pos, fr frame) {
 				w.noteWrite(o, pos, fr)
 			}
 		}
-	case "curl", "wget":
-		for i := 1; i < len(argv); i++ {
-			v := argv[i].Value
-			switch {
-			case (v == "-o" || v == "--output" || v == "-O" || v == "--output-document") && i+1 < len(argv) && !argv[i+1].Dynamic:
-				if base == "curl" && v == "-O" {
-					continue
-				}
-				w.noteWrite(argv[i+1].Value, pos, fr)
-			case strings.HasPrefix(v, "--output=") || strings.HasPrefix(v, "--output-document="):
-				w.noteWrite(v[strings.IndexByte(v, '=')+1:], pos, fr)
-			}
+	case "curl":
+		for _, f := range optionValues(argv, "AbcCdDeEFHKmoPQrTuUwxXyYz", 'o', "--output") {
+			w.noteWrite(f, pos, fr)
+		}
+	case "wget":
+		for _, f := range optionValues(argv, "aAbBDeiIlOoPQRtTUwXY", 'O', "--output-document") {
+			w.noteWrite(f, pos, fr)
 		}
 	case "dd":
 		for _, a := range argv[1:] {
@@ -347,6 +374,51 @@ func (w *walker) fileWrites(argv []Word, pos Pos, fr frame) {
 			}
 		}
 	}
+}
+
+// optionValues returns the values of one option in getopt-style argv:
+// short options may be clustered (-fsSLo FILE, -qOfile), withArg lists the
+// short options that take a value, and long is the option's long name
+// (--output FILE or --output=FILE).
+func optionValues(argv []Word, withArg string, short byte, long string) []string {
+	var out []string
+	for i := 1; i < len(argv); i++ {
+		v := argv[i].Value
+		if argv[i].Dynamic {
+			continue
+		}
+		switch {
+		case v == "--":
+			return out
+		case v == long:
+			if i+1 < len(argv) && !argv[i+1].Dynamic {
+				out = append(out, argv[i+1].Value)
+			}
+			i++
+		case strings.HasPrefix(v, long+"="):
+			out = append(out, v[len(long)+1:])
+		case strings.HasPrefix(v, "--"):
+		case len(v) > 1 && v[0] == '-':
+			for j := 1; j < len(v); j++ {
+				if strings.IndexByte(withArg, v[j]) < 0 {
+					continue
+				}
+				val := v[j+1:]
+				if val == "" && i+1 < len(argv) {
+					i++
+					if argv[i].Dynamic {
+						break
+					}
+					val = argv[i].Value
+				}
+				if v[j] == short && val != "" {
+					out = append(out, val)
+				}
+				break
+			}
+		}
+	}
+	return out
 }
 
 // operands returns the static words that are not options.

@@ -152,6 +152,7 @@ func runCase(t *testing.T, c corpusCase) *Analysis {
 	}
 	if a.Denial != nil {
 		a.Denial.Message = replace(a.Denial.Message)
+		a.Denial.Pos.File = replace(a.Denial.Pos.File)
 	}
 	checkCase(t, c, a)
 	return a

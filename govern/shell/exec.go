@@ -14,7 +14,6 @@ func (w *walker) wrapper(u unwrapped, args []arg, cmd *Command, fr frame) {
 		cmd.Opaque = u.Opaque
 		w.flag(FlagOpaque, cmd.Pos, "%s: %s", u.Wrapper, u.Opaque)
 	}
-	w.emit(cmd)
 	if u.Privilege {
 		w.flag(FlagPrivilege, cmd.Pos, "%s changes the user or root the command runs as", u.Wrapper)
 	}
@@ -30,7 +29,7 @@ func (w *walker) wrapper(u unwrapped, args []arg, cmd *Command, fr frame) {
 	}
 	for _, code := range u.Code {
 		w.checkArgv(w.mapBack([]Word{code}, args), cmd, u.Wrapper+" (its argument becomes code)")
-		w.nested(code, DialectSh, cmd.Pos, fr, u.Wrapper)
+		w.child(fr, func() { w.nested(code, DialectSh, cmd.Pos, fr, u.Wrapper) })
 	}
 	mode := lookupExternal
 	switch u.Wrapper {
@@ -91,8 +90,11 @@ opts:
 	for ; i < len(args); i++ {
 		a := args[i]
 		if a.Dynamic {
-			cmd.Opaque = base + " option known only at run time"
-			w.flag(FlagOpaque, cmd.Pos, "%s", cmd.Opaque)
+			if cmode {
+				break opts // the code itself; nested reports it
+			}
+			cmd.Opaque = base + " argument known only at run time (an option, or the script to run)"
+			w.flag(FlagOpaque, cmd.Pos, "%s: %s", cmd.Opaque, a.Value)
 			return
 		}
 		v := a.Value
@@ -152,7 +154,7 @@ opts:
 				c.posTaint = true
 			}
 		}
-		w.subshell(func() { w.nested(ops[0].Word, d, cmd.Pos, c, base+" -c") })
+		w.child(c, func() { w.nested(ops[0].Word, d, cmd.Pos, c, base+" -c") })
 	case len(ops) > 0 && !stdinMode:
 		for _, a := range ops[1:] {
 			if a.tainted != "" {
@@ -163,14 +165,14 @@ opts:
 		if d == DialectSh {
 			mode = scriptSh
 		}
-		w.subshell(func() { w.scriptOperandDialect(ops[0].Word, mode, d, cmd.Pos, c) })
+		w.child(c, func() { w.scriptOperandDialect(ops[0].Word, mode, d, cmd.Pos, c) })
 	default:
 		for _, a := range ops {
 			if a.tainted != "" {
 				c.posTaint = true
 			}
 		}
-		w.subshell(func() { w.shellStdin(d, base, cmd, c) })
+		w.child(c, func() { w.shellStdin(d, base, cmd, c) })
 	}
 }
 

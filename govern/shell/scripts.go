@@ -41,11 +41,14 @@ func (w *walker) scriptOperandDialect(name Word, how scriptLookup, d Dialect, po
 	}
 	p, ok := w.findScript(name.Value, how, fr)
 	if !ok {
+		// It may be written earlier in the same text: link it where the
+		// shell would find it once it exists.
+		w.noteRun(name.Value, pos, fr)
 		w.flag(FlagScriptNotInspected, pos, "script %s: not found where the shell would look (or the directory is unknown)", name.Value)
 		return
 	}
 	w.noteRun(p, pos, fr)
-	w.inspect(p, d, true, pos, fr)
+	w.inspect(p, d, pos, fr)
 }
 
 func (w *walker) findScript(name string, how scriptLookup, fr frame) (string, bool) {
@@ -94,7 +97,7 @@ func (w *walker) commandPath(name string, pos Pos, fr frame) {
 		}
 		return
 	}
-	w.inspect(p, "", false, pos, fr)
+	w.child(fr, func() { w.inspect(p, "", pos, fr) })
 }
 
 // inspectExecutable handles a bare command name PATH resolved inside an
@@ -102,7 +105,7 @@ func (w *walker) commandPath(name string, pos Pos, fr frame) {
 func (w *walker) inspectExecutable(p, name string, pos Pos, fr frame) {
 	w.noteRun(p, pos, fr)
 	w.writableExecutable(p, pos)
-	w.inspect(p, "", false, pos, fr)
+	w.child(fr, func() { w.inspect(p, "", pos, fr) })
 }
 
 func (w *walker) writableExecutable(p string, pos Pos) {
@@ -172,15 +175,19 @@ func (w *walker) interpreterScript(argv []Word, pos Pos, fr frame) {
 			w.flag(FlagScriptNotInspected, pos, "%s is outside the script-inspection roots; its contents were not read", p)
 			return
 		}
-		w.inspect(p, "", false, pos, fr)
+		w.inspect(p, dialectNone, pos, fr)
 		return
 	}
 }
 
+// dialectNone marks a file run by another interpreter (python x.py): it is
+// pinned but never parsed as shell, whatever its first line says.
+const dialectNone Dialect = "-"
+
 // inspect reads p under the inspection roots, pins its bytes and, when it
 // is a shell script, walks it. d forces a dialect (bash x.sh); "" means the
-// file decides by its #! line.
-func (w *walker) inspect(p string, d Dialect, isScript bool, pos Pos, fr frame) {
+// file decides by its #! line; dialectNone means it is not shell.
+func (w *walker) inspect(p string, d Dialect, pos Pos, fr frame) {
 	if !w.underInspection(p) {
 		w.flag(FlagScriptNotInspected, pos, "%s is outside the script-inspection roots; its contents were not read", p)
 		return
@@ -210,8 +217,11 @@ func (w *walker) inspect(p string, d Dialect, isScript bool, pos Pos, fr frame) 
 		w.flag(FlagScriptNotInspected, pos, "%s could not be read whole", p)
 		return
 	}
-	if d == "" {
+	switch d {
+	case "":
 		d = shebangDialect(body, fr.dialect)
+	case dialectNone:
+		d = ""
 	}
 	sum := sha256.Sum256(body)
 	pin := Pin{Path: p, RealPath: real, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(body)), Dialect: string(d), Bytes: body}
@@ -272,12 +282,16 @@ func shebangDialect(body []byte, caller Dialect) Dialect {
 	}
 	interp := path.Base(fields[0])
 	if interp == "env" {
+		// #!/usr/bin/env bash, or #!/usr/bin/env -S bash -e (the kernel
+		// passes "-S bash -e" as one argument; env splits it).
 		rest := fields[1:]
-		for len(rest) > 0 && strings.HasPrefix(rest[0], "-") {
-			rest = rest[1:] // env -S / -i: rare, and the analyzer does not split them
+		if len(rest) > 0 && (rest[0] == "-S" || rest[0] == "--split-string") {
+			rest = rest[1:]
+		} else if len(rest) > 0 && strings.HasPrefix(rest[0], "-S") {
+			rest[0] = rest[0][2:]
 		}
-		if len(rest) == 0 || len(fields) > 1 && strings.HasPrefix(fields[1], "-") {
-			return ""
+		if len(rest) == 0 || strings.HasPrefix(rest[0], "-") || strings.Contains(rest[0], "=") {
+			return "" // other env options or assignments: not modelled
 		}
 		interp = path.Base(rest[0])
 	}

@@ -185,7 +185,8 @@ type Analysis struct {
 // Opaque reports whether any part of the text could not be resolved.
 func (a *Analysis) Opaque() bool {
 	for _, f := range a.Flags {
-		if f.Kind == FlagOpaque || f.Kind == FlagDynamicCommand || f.Kind == FlagDepthExceeded {
+		switch f.Kind {
+		case FlagOpaque, FlagDynamicCommand, FlagDepthExceeded, FlagPromptExpansion:
 			return true
 		}
 	}

@@ -33,6 +33,9 @@ type frame struct {
 	stdinDynamic bool
 	// stdinTaint names the credential the command's stdin carries, if any.
 	stdinTaint string
+	// prefix holds the command's own assignments (X=1 cmd): they are
+	// exported to the child it starts.
+	prefix []*syntax.Assign
 }
 
 func (fr frame) with(ctx string) frame {
@@ -53,10 +56,9 @@ type walker struct {
 	in       *Input
 	a        *Analysis
 	vars     *layered[*value]
-	funcs    *layered[*syntax.FuncDecl]
-	funcSrc  map[string]frame
-	called   map[string]bool
-	active   map[string]int // functions being walked (recursion guard)
+	funcs    *layered[*funcDef]
+	declared []*funcDef // every function definition, in order
+	active   map[*funcDef]int // functions being walked (recursion guard)
 	credVars map[string]bool
 	writes   []write
 	pinned   map[string]bool
@@ -67,11 +69,15 @@ type walker struct {
 	exhausted        bool
 	// cwd is the directory commands run in at this point; "" once a cd to a
 	// directory known only at run time made it unknown.
-	cwd string
+	cwd       string
 	cfg       *expand.Config // reused for every expansion
 	pathCache map[string]string
 	pipeTaint map[pipeKey]string
 	realCache map[string]string
+	// path is the PATH lookups use: the input's, until the text assigns
+	// PATH; nil once it is assigned a value known only at run time.
+	path      []string
+	allexport bool // set -a
 	// posTainted: `set --` put a credential into the positional parameters.
 	posTainted bool
 }
@@ -83,8 +89,8 @@ func newWalker(in *Input, a *Analysis) *walker {
 	if in.MaxScriptBytes <= 0 {
 		in.MaxScriptBytes = defaultMaxScriptBytes
 	}
-	w := &walker{in: in, a: a, vars: newLayered[*value](), funcs: newLayered[*syntax.FuncDecl](),
-		funcSrc: map[string]frame{}, called: map[string]bool{}, active: map[string]int{},
+	w := &walker{in: in, a: a, vars: newLayered[*value](), funcs: newLayered[*funcDef](),
+		active: map[*funcDef]int{},
 		credVars: map[string]bool{}, pathCache: map[string]string{}, pipeTaint: map[pipeKey]string{}, realCache: map[string]string{}, pinned: map[string]bool{}, flagged: map[string]bool{}}
 	for _, n := range in.CredentialVars {
 		w.credVars[n] = true
@@ -93,8 +99,11 @@ func newWalker(in *Input, a *Analysis) *walker {
 		w.credVars[CredentialVar(id)] = true
 	}
 	w.cwd = in.Cwd
+	w.path = in.Path
+	// bash and dash set IFS at start-up; it is never inherited.
+	w.vars.set("IFS", &value{known: true, str: " \t\n"})
 	if in.Home != "" {
-		w.vars.set("HOME", &value{known: true, str: in.Home})
+		w.vars.set("HOME", &value{known: true, str: in.Home, exported: true})
 	}
 	return w
 }
@@ -141,13 +150,17 @@ func (w *walker) walkStmts(stmts []*syntax.Stmt, fr frame) {
 
 // subshell runs fn with a copy of the variables, as the shell forks.
 func (w *walker) subshell(fn func()) {
-	cwd := w.cwd
+	cwd, path, allexport, disabled := w.cwd, w.path, w.allexport, w.builtinsDisabled
 	w.vars.push()
 	w.funcs.push()
 	fn()
 	w.vars.pop()
 	w.funcs.pop()
-	w.cwd = cwd
+	w.cwd, w.allexport, w.builtinsDisabled = cwd, allexport, disabled
+	if !sameSlice(w.path, path) {
+		w.path = path
+		clear(w.pathCache)
+	}
 }
 
 func (w *walker) walkStmt(st *syntax.Stmt, fr frame) {
@@ -289,6 +302,63 @@ func (w *walker) binaryCmd(b *syntax.BinaryCmd, fr frame) {
 	}
 }
 
+// child runs fn as a new process started by the shell sees things: only
+// exported variables (plus the command's own prefix assignments) and no
+// functions; IFS is reset; other variables hold whatever the environment
+// had, which is unknown.
+func (w *walker) child(fr frame, fn func()) {
+	var prefix []*value
+	for _, as := range fr.prefix {
+		if as.Name != nil {
+			prefix = append(prefix, w.assignValue(as, fr, false))
+		}
+	}
+	w.subshell(func() {
+		w.vars.each(func(name string, v *value) {
+			if !v.exported {
+				w.vars.set(name, &value{})
+			}
+		})
+		w.vars.set("IFS", &value{known: true, str: " \t\n"})
+		w.funcs.each(func(name string, _ *funcDef) { w.funcs.set(name, nil) })
+		w.allexport, w.builtinsDisabled = false, false
+		i := 0
+		for _, as := range fr.prefix {
+			if as.Name != nil {
+				v := prefix[i]
+				v.exported = true
+				w.vars.set(as.Name.Value, v)
+				i++
+			}
+		}
+		c := fr
+		c.prefix = nil
+		fn()
+	})
+}
+
+func sameSlice(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// setPath changes the PATH later lookups use; "\x00" means unknown.
+func (w *walker) setPath(v string) {
+	if v == "\x00" {
+		w.path = nil
+	} else {
+		w.path = strings.Split(v, ":")
+	}
+	clear(w.pathCache)
+}
+
 // pipeOutTaint names the credential that may flow out of a pipeline stage:
 // one it references, or one that flowed into it. Memoised, since a long
 // pipeline nests one BinaryCmd per stage.
@@ -320,59 +390,52 @@ type pipeKey struct {
 
 func (w *walker) funcDecl(fd *syntax.FuncDecl, fr frame) {
 	name := fd.Name.Value
-	w.funcs.set(name, fd)
-	w.funcSrc[name] = fr
+	def := &funcDef{decl: fd, fr: fr}
+	w.funcs.set(name, def)
+	w.declared = append(w.declared, def)
 	if w.isBuiltin(name, fr.dialect) || w.inPath(name) || shells[name] != "" || wrapperNames[name] {
 		w.flag(FlagFunctionShadow, fr.pos(fd), "function %s shadows the command of that name where it is called", name)
 	}
 }
 
+// funcDef is one function definition and where it was written.
+type funcDef struct {
+	decl   *syntax.FuncDecl
+	fr     frame
+	walked bool
+}
+
 // callFunc walks a function body where it is called, with positional
 // parameters tainted when any argument carried a credential.
-func (w *walker) callFunc(name string, args []arg, pos Pos, fr frame) {
-	fd := w.fn(name)
-	w.called[name] = true
-	if w.active[name] > 0 || fr.depth >= w.in.MaxScriptDepth*4 {
+func (w *walker) callFunc(def *funcDef, args []arg, fr frame) {
+	def.walked = true
+	if w.active[def] > 0 || fr.depth >= w.in.MaxScriptDepth*4 {
 		return // recursion: the body is already being walked
 	}
-	w.active[name]++
-	defer func() { w.active[name]-- }()
-	c := w.funcSrc[name]
+	w.active[def]++
+	defer func() { w.active[def]-- }()
+	c := def.fr
 	c.cond = true
 	c.depth = fr.depth + 1
 	c.context = fr.context
-	c = c.with("function:" + name)
+	c = c.with("function:" + def.decl.Name.Value)
 	c.posTaint = false
 	for _, a := range args[1:] {
 		if a.tainted != "" {
 			c.posTaint = true
 		}
 	}
-	w.walkStmt(fd.Body, c)
+	w.walkStmt(def.decl.Body, c)
 }
 
-// finish walks functions that were declared but never called, so their
-// commands are still listed, and records write-then-run links.
+// finish walks the functions that were defined but never called (or
+// unset, or defined in a subshell), so no part of the text goes unlisted.
 func (w *walker) finish() {
-	var names []string
-	w.funcs.each(func(name string, fd *syntax.FuncDecl) {
-		if fd != nil && !w.called[name] {
-			names = append(names, name)
-		}
-	})
-	for _, name := range sortedStrings(names) {
-		fr := w.funcSrc[name]
-		w.callFunc(name, []arg{{}}, Pos{}, fr)
-	}
-}
-
-func sortedStrings(s []string) []string {
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
+	for _, def := range w.declared {
+		if !def.walked {
+			w.callFunc(def, []arg{{}}, def.fr)
 		}
 	}
-	return s
 }
 
 // setVar records an assignment. In conditional code the value becomes
@@ -459,6 +522,7 @@ func (w *walker) arith(x syntax.ArithmExpr, fr frame) {
 	syntax.Walk(x, func(n syntax.Node) bool {
 		switch n := n.(type) {
 		case *syntax.CmdSubst, *syntax.ProcSubst:
+			w.flag(FlagOpaque, fr.pos(n), "the output of %s is evaluated as an arithmetic expression, which can run commands", fr.srcOf(n))
 			w.substNode(n, fr)
 			return false
 		case *syntax.BinaryArithm:
@@ -727,7 +791,7 @@ func (w *walker) lookPath(name string) (string, bool) {
 		return p, p != ""
 	}
 	found := ""
-	for _, dir := range w.in.Path {
+	for _, dir := range w.path {
 		if dir == "" || !filepath.IsAbs(dir) {
 			continue
 		}
@@ -742,7 +806,7 @@ func (w *walker) lookPath(name string) (string, bool) {
 }
 
 // fn returns the function a name is defined as at this point, or nil.
-func (w *walker) fn(name string) *syntax.FuncDecl {
+func (w *walker) fn(name string) *funcDef {
 	fd, _ := w.funcs.get(name)
 	return fd
 }

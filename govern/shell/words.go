@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"path"
 	"strconv"
 	"strings"
 
@@ -15,8 +16,10 @@ type value struct {
 	isList  bool
 	str     string
 	numeric bool // only ever held an arithmetic result
-	tainted bool // carries a credential value
-	nameref string
+	tainted  bool // carries a credential value
+	exported bool // visible to child processes
+	assoc    bool // declare -A: subscripts are strings, not arithmetic
+	nameref  string
 }
 
 // env adapts the walker's variables to expand.Environ. Only variables whose
@@ -89,7 +92,11 @@ func (w *walker) staticParts(parts []syntax.WordPart, quoted bool) bool {
 			}
 		case *syntax.ExtGlob:
 			// A pattern: kept as text, like any glob.
-		default: // CmdSubst, ProcSubst, ArithmExp, BraceExp
+		case *syntax.ArithmExp:
+			if !constArith(p.X) {
+				return false
+			}
+		default: // CmdSubst, ProcSubst, BraceExp
 			return false
 		}
 	}
@@ -100,12 +107,24 @@ func (w *walker) staticParam(p *syntax.ParamExp, quoted bool) bool {
 	if p.Param == nil || p.Excl || p.Names != 0 || p.Width || p.IsSet || p.Flags != nil || p.NestedParam != nil {
 		return false
 	}
-	if p.Index != nil || p.Slice != nil {
+	if p.Slice != nil {
 		return false
 	}
 	v, ok := w.vars.get(p.Param.Value)
 	if !ok || !v.known {
 		return false
+	}
+	if p.Index != nil {
+		// ${a[@]}, ${a[*]} and ${a[2]} of a known array; any other
+		// subscript is arithmetic over run-time values.
+		wd, isWord := p.Index.(*syntax.Word)
+		lit, isLit := "", false
+		if isWord {
+			lit, isLit = plainLit(wd)
+		}
+		if !isLit || lit != "@" && lit != "*" && !isInteger(lit) || strings.HasPrefix(lit, "-") {
+			return false
+		}
 	}
 	if !quoted && !p.Length {
 		if ifs, set := w.vars.get("IFS"); set && !ifs.known {
@@ -132,11 +151,73 @@ func (w *walker) staticParam(p *syntax.ParamExp, quoted bool) bool {
 	return true
 }
 
+// noBraces returns word with its unquoted braces escaped: POSIX sh has no
+// brace expansion, but expand always performs it.
+func noBraces(word *syntax.Word) *syntax.Word {
+	var parts []syntax.WordPart
+	for i, p := range word.Parts {
+		if l, ok := p.(*syntax.Lit); ok && strings.ContainsAny(l.Value, "{}") {
+			if parts == nil {
+				parts = append([]syntax.WordPart(nil), word.Parts...)
+			}
+			c := *l
+			var b strings.Builder
+			for j := 0; j < len(l.Value); j++ {
+				ch := l.Value[j]
+				switch {
+				case ch == '\\' && j+1 < len(l.Value):
+					b.WriteByte(ch)
+					j++
+					ch = l.Value[j]
+				case ch == '{' || ch == '}':
+					b.WriteByte('\\')
+				}
+				b.WriteByte(ch)
+			}
+			c.Value = b.String()
+			parts[i] = &c
+		}
+	}
+	if parts == nil {
+		return word
+	}
+	return &syntax.Word{Parts: parts}
+}
+
+// constArith reports whether an arithmetic expression has only number
+// literals, so expand can evaluate it without reading any variable.
+func constArith(x syntax.ArithmExpr) bool {
+	ok := true
+	syntax.Walk(x, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.Word:
+			lit, isLit := plainLit(n)
+			if !isLit || !isInteger(lit) {
+				ok = false
+			}
+			return false
+		case *syntax.BinaryArithm:
+			if isAssignOp(n.Op) {
+				ok = false
+			}
+		case *syntax.UnaryArithm:
+			if n.Op == syntax.Inc || n.Op == syntax.Dec {
+				ok = false
+			}
+		}
+		return ok
+	})
+	return ok
+}
+
 // fields resolves a static word into the fields it expands to. ok is false
 // when expansion failed or produced more than maxFields fields.
-func (w *walker) fields(word *syntax.Word) ([]string, bool) {
+func (w *walker) fields(word *syntax.Word, d Dialect) ([]string, bool) {
 	if s, ok := plainLit(word); ok {
 		return []string{s}, true
+	}
+	if d == DialectSh {
+		word = noBraces(word)
 	}
 	if w.cfg == nil {
 		w.cfg = &expand.Config{Env: env{w}}
@@ -227,7 +308,7 @@ func (w *walker) resolveArgs(words []*syntax.Word, fr *frame) []arg {
 		t := w.taintOf(word, fr)
 		pos := fr.pos(word)
 		if w.isStatic(word) {
-			if fs, ok := w.fields(word); ok {
+			if fs, ok := w.fields(word, fr.dialect); ok {
 				for _, f := range fs {
 					out = append(out, arg{Word: Word{Value: f}, tainted: t, pos: pos})
 				}
@@ -343,6 +424,12 @@ func (w *walker) stmtsReference(stmts []*syntax.Stmt, withDir bool) string {
 			if found != "" {
 				return false
 			}
+			if ce, ok := n.(*syntax.CallExpr); ok && len(ce.Args) > 0 {
+				if dump := w.envDump(ce); dump != "" {
+					found = dump
+					return false
+				}
+			}
 			if p, ok := n.(*syntax.ParamExp); ok && p.Param != nil {
 				name := p.Param.Value
 				if p.Excl || p.Names != 0 {
@@ -362,22 +449,91 @@ func (w *walker) stmtsReference(stmts []*syntax.Stmt, withDir bool) string {
 	return found
 }
 
-// hasGlob reports whether a word has an unquoted glob character, so the
-// shell would match it against files.
+// envDump names a command that prints the environment (or a variable of
+// it) and so can carry a credential value: printenv, env, set, export -p,
+// declare -p, and anything reading /proc/*/environ.
+func (w *walker) envDump(ce *syntax.CallExpr) string {
+	name, _ := plainLit(ce.Args[0])
+	switch path.Base(name) {
+	case "printenv":
+		if len(ce.Args) == 1 {
+			return "the environment (printenv)"
+		}
+		for _, a := range ce.Args[1:] {
+			v, ok := plainLit(a)
+			if !ok || w.isTainted(v) || strings.HasPrefix(v, "-") {
+				return "the environment (printenv " + v + ")"
+			}
+		}
+	case "env":
+		if len(ce.Args) == 1 {
+			return "the environment (env)"
+		}
+	case "set", "export", "declare", "typeset", "compgen":
+		if len(ce.Args) == 1 || len(ce.Args) >= 2 && strings.HasPrefix(litOf(ce.Args[1]), "-") {
+			return "the environment (" + name + ")"
+		}
+	}
+	for _, a := range ce.Args {
+		for _, p := range a.Parts {
+			if l, ok := p.(*syntax.Lit); ok && strings.Contains(l.Value, "environ") {
+				return "the environment (/proc/*/environ)"
+			}
+			if q, ok := p.(*syntax.SglQuoted); ok && strings.Contains(q.Value, "environ") {
+				return "the environment (/proc/*/environ)"
+			}
+		}
+	}
+	return ""
+}
+
+func litOf(w *syntax.Word) string {
+	s, _ := plainLit(w)
+	return s
+}
+
+// hasGlob reports whether a word has an unquoted glob pattern, so the
+// shell would match it against file names.
 func hasGlob(word *syntax.Word) bool {
+	var lits strings.Builder
 	for _, p := range word.Parts {
 		switch p := p.(type) {
 		case *syntax.Lit:
-			s := p.Value
-			for i := 0; i < len(s); i++ {
-				switch s[i] {
-				case '\\':
-					i++
-				case '*', '?', '[':
-					return true
-				}
-			}
+			lits.WriteString(p.Value)
 		case *syntax.ExtGlob:
+			return true
+		default:
+			lits.WriteByte(0) // a quoted part separates literal runs
+		}
+	}
+	return isGlobPattern(lits.String(), true)
+}
+
+// isGlobPattern reports whether s holds *, ? or a [...] bracket
+// expression; with escapes, a backslash quotes the next character.
+func isGlobPattern(s string, escapes bool) bool {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			if escapes {
+				i++
+			}
+		case '*', '?':
+			return true
+		case '[':
+			if j := strings.IndexByte(s[i+1:], ']'); j > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// unquotedParam reports whether a word has an unquoted parameter
+// expansion, whose value the shell would split and glob.
+func unquotedParam(word *syntax.Word) bool {
+	for _, p := range word.Parts {
+		if _, ok := p.(*syntax.ParamExp); ok {
 			return true
 		}
 	}
