@@ -57,7 +57,7 @@ type walker struct {
 	a        *Analysis
 	vars     *layered[*value]
 	funcs    *layered[*funcDef]
-	declared []*funcDef // every function definition, in order
+	declared []*funcDef       // every function definition, in order
 	active   map[*funcDef]int // functions being walked (recursion guard)
 	credVars map[string]bool
 	writes   []write
@@ -90,7 +90,7 @@ func newWalker(in *Input, a *Analysis) *walker {
 		in.MaxScriptBytes = defaultMaxScriptBytes
 	}
 	w := &walker{in: in, a: a, vars: newLayered[*value](), funcs: newLayered[*funcDef](),
-		active: map[*funcDef]int{},
+		active:   map[*funcDef]int{},
 		credVars: map[string]bool{}, pathCache: map[string]string{}, pipeTaint: map[pipeKey]string{}, realCache: map[string]string{}, pinned: map[string]bool{}, flagged: map[string]bool{}}
 	for _, n := range in.CredentialVars {
 		w.credVars[n] = true

@@ -11,11 +11,11 @@ import (
 
 // value is what the analyzer knows about one shell variable.
 type value struct {
-	known   bool     // the value is static
-	list    []string // for arrays (isList)
-	isList  bool
-	str     string
-	numeric bool // only ever held an arithmetic result
+	known    bool     // the value is static
+	list     []string // for arrays (isList)
+	isList   bool
+	str      string
+	numeric  bool // only ever held an arithmetic result
 	tainted  bool // carries a credential value
 	exported bool // visible to child processes
 	assoc    bool // declare -A: subscripts are strings, not arithmetic
