@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/mitrity/mitrity/govern"
 	"github.com/mitrity/mitrity/govern/shell"
 )
 
@@ -65,6 +66,7 @@ func runAnalyze(c *cli.Context) error {
 		InspectionRoots: roots,
 		WritableRoots:   []string{cwd},
 		CredentialVars:  c.StringSlice("credential-var"),
+		CredentialDir:   govern.CredentialDir,
 	})
 	out := c.App.Writer
 	if c.Bool("json") {

@@ -31,3 +31,7 @@ const (
 )
 
 func (r Reason) String() string { return string(r) }
+
+// CredentialDir is where, inside the sandbox, credential files are
+// materialised for one execution; $MITRITY_CRED_DIR holds this path.
+const CredentialDir = "/run/mitrity/credentials"

@@ -310,7 +310,11 @@ func (w *walker) external(args []arg, cmd *Command, fr frame) {
 	for _, h := range toolHazards(argv) {
 		w.flag(h.Kind, cmd.Pos, "%s", h.Detail)
 		if h.Code != nil {
-			w.child(fr, func() { w.nested(*h.Code, DialectSh, cmd.Pos, fr, base+" "+string(h.Kind)) })
+			// The tool feeds the command its own stream (a socket, archive
+			// data, a pager's text): a shell there reads code nobody sees.
+			c := fr
+			c.piped, c.stdinCode, c.stdinFile, c.stdinDynamic = true, nil, "", false
+			w.child(c, func() { w.nested(*h.Code, DialectSh, cmd.Pos, c, base+" "+string(h.Kind)) })
 		}
 	}
 	if interpreters[strings.TrimRight(base, "0123456789.")] {

@@ -10,6 +10,8 @@ import (
 	"github.com/goccy/go-yaml"
 	"gotest.tools/v3/assert"
 	"gotest.tools/v3/golden"
+
+	"github.com/mitrity/mitrity/govern"
 )
 
 // corpusCase is one entry of testdata/corpus/*.yaml. Every field but name
@@ -120,6 +122,7 @@ func runCase(t *testing.T, c corpusCase) *Analysis {
 		InspectionRoots: []string{dir},
 		WritableRoots:   []string{dir},
 		CredentialVars:  []string{"GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY"},
+		CredentialDir:   govern.CredentialDir,
 	}
 	if c.Stdin != "" {
 		in.Stdin = []byte(c.Stdin)

@@ -39,14 +39,50 @@ func (w *walker) wrapper(u unwrapped, args []arg, cmd *Command, fr frame) {
 		mode = lookupBuiltin
 	}
 	wrappers := append(append([]string(nil), cmd.Wrappers...), u.Wrapper)
-	for _, inner := range u.Inners {
-		innerArgs := w.mapBack(inner, args)
-		if u.StdinArgs {
-			innerArgs = append(innerArgs, arg{Word: Word{Value: "(arguments read from stdin)", Dynamic: true}, tainted: fr.stdinTaint, pos: cmd.Pos})
+	runInners := func() {
+		for _, inner := range u.Inners {
+			innerArgs := w.mapBack(inner, args)
+			if u.StdinArgs {
+				innerArgs = append(innerArgs, arg{Word: Word{Value: "(arguments read from stdin)", Dynamic: true}, tainted: fr.stdinTaint, pos: cmd.Pos})
+			}
+			c := &Command{Pos: cmd.Pos, Wrappers: wrappers, Assigns: prefix}
+			w.run(innerArgs, c, fr, mode)
 		}
-		c := &Command{Pos: cmd.Pos, Wrappers: wrappers, Assigns: prefix}
-		w.run(innerArgs, c, fr, mode)
 	}
+	if mode != lookupExternal {
+		runInners() // command and builtin run in this shell
+		return
+	}
+	// Everything else starts a new process, in the environment, directory
+	// and root the wrapper sets up.
+	w.child(fr, func() {
+		if u.ClearEnv {
+			w.vars.each(func(name string, _ *value) { w.vars.set(name, &value{known: true}) })
+		}
+		for _, name := range u.Unsets {
+			w.vars.set(name, &value{known: true})
+		}
+		for _, a := range u.Assigns {
+			name, val, _ := strings.Cut(a.Value, "=")
+			if a.Dynamic {
+				if syntax.ValidName(name) {
+					w.vars.set(name, &value{exported: true})
+				}
+				continue
+			}
+			w.vars.set(name, &value{known: true, str: val, exported: true})
+		}
+		if u.Chdir != nil {
+			w.cwd = ""
+			if !u.Chdir.Dynamic {
+				w.cwd = w.abs(u.Chdir.Value)
+			}
+		}
+		if u.Root != nil {
+			w.cwd, w.rerooted = "", true
+		}
+		runInners()
+	})
 }
 
 // mapBack recovers each inner word's origin (its taint) from the outer argv.
@@ -56,13 +92,16 @@ func (w *walker) mapBack(inner []Word, args []arg) []arg {
 	for k := 0; k+len(inner) <= len(args); k++ {
 		match := true
 		for i := range inner {
-			if args[k+i].Word != inner[i] {
+			if args[k+i].Value != inner[i].Value {
 				match = false
 				break
 			}
 		}
 		if match {
 			copy(out, args[k:k+len(inner)])
+			for i := range out {
+				out[i].Word = inner[i] // the wrapper may mark a word dynamic ({})
+			}
 			return out
 		}
 	}
@@ -179,22 +218,10 @@ opts:
 // shellStdin analyses the code a shell reads from its standard input.
 func (w *walker) shellStdin(d Dialect, base string, cmd *Command, fr frame) {
 	switch {
-	case fr.hdoc != nil:
-		var code Word
-		if fr.hdoc.Op == syntax.WordHdoc {
-			if s, ok := w.literal(fr.hdoc.Word); ok {
-				code = Word{Value: s + "\n"}
-			} else {
-				code = Word{Value: fr.srcOf(fr.hdoc.Word), Dynamic: true}
-			}
-		} else if fr.hdoc.Hdoc == nil {
-			code = Word{}
-		} else if s, ok := w.document(fr.hdoc.Hdoc); ok {
-			code = Word{Value: s}
-		} else {
-			code = Word{Value: fr.srcOf(fr.hdoc.Hdoc), Dynamic: true}
-		}
-		w.nested(code, d, cmd.Pos, fr, base+" <<")
+	case fr.stdinCode != nil:
+		c := fr
+		c.stdinCode = nil // the shell consumes it
+		w.nested(*fr.stdinCode, d, cmd.Pos, c, base+" <<")
 	case fr.piped:
 		cmd.Opaque = base + " reads code from a pipe"
 		w.flag(FlagOpaque, cmd.Pos, "%s runs code piped into it from another command, which the analyzer cannot see", base)
@@ -207,6 +234,23 @@ func (w *walker) shellStdin(d Dialect, base string, cmd *Command, fr frame) {
 	case w.in.Stdin != nil && fr.depth == 0:
 		w.nested(Word{Value: string(w.in.Stdin)}, d, cmd.Pos, fr, base+" <stdin>")
 	}
+}
+
+// hereCode resolves the text a here-document or here-string feeds.
+func (w *walker) hereCode(r *syntax.Redirect, fr *frame) Word {
+	if r.Op == syntax.WordHdoc {
+		if s, ok := w.literal(r.Word); ok {
+			return Word{Value: s + "\n"}
+		}
+		return Word{Value: fr.srcOf(r.Word), Dynamic: true}
+	}
+	if r.Hdoc == nil {
+		return Word{}
+	}
+	if s, ok := w.document(r.Hdoc); ok {
+		return Word{Value: s}
+	}
+	return Word{Value: strings.TrimSuffix(fr.srcOf(r.Hdoc), "\n"), Dynamic: true}
 }
 
 // document expands a here-document body without running anything.
@@ -244,6 +288,5 @@ func (w *walker) nested(code Word, d Dialect, pos Pos, fr frame, ctx string) {
 	c.file = pos.String() + " " + ctx
 	c.dialect = d
 	c.depth = fr.depth + 1
-	c.hdoc, c.piped, c.stdinFile, c.stdinDynamic = nil, false, "", false
 	w.walkStmts(f.Stmts, c)
 }

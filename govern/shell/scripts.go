@@ -188,6 +188,10 @@ const dialectNone Dialect = "-"
 // is a shell script, walks it. d forces a dialect (bash x.sh); "" means the
 // file decides by its #! line; dialectNone means it is not shell.
 func (w *walker) inspect(p string, d Dialect, pos Pos, fr frame) {
+	if w.rerooted {
+		w.flag(FlagScriptNotInspected, pos, "%s runs under another root directory; the host file of that name is not what runs", p)
+		return
+	}
 	if !w.underInspection(p) {
 		w.flag(FlagScriptNotInspected, pos, "%s is outside the script-inspection roots; its contents were not read", p)
 		return
@@ -255,7 +259,6 @@ func (w *walker) inspect(p string, d Dialect, pos Pos, fr frame) {
 	c.file = p
 	c.dialect = d
 	c.depth = fr.depth + 1
-	c.hdoc, c.piped, c.stdinFile, c.stdinDynamic = nil, false, "", false
 	w.walkStmts(file.Stmts, c)
 }
 

@@ -37,6 +37,9 @@ type Input struct {
 	// CredentialVars names the environment variables that carry a credential.
 	// Every MITRITY_CRED_* variable is credential-bearing whether listed or not.
 	CredentialVars []string
+	// CredentialDir is the value $MITRITY_CRED_DIR will hold at run time
+	// (govern.CredentialDir in the sandbox); empty leaves it dynamic.
+	CredentialDir string
 	// Stdin is the call's standard input; when a top-level shell reads code
 	// from it, it is parsed like a script. nil means the command gets none.
 	Stdin []byte

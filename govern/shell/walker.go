@@ -25,8 +25,9 @@ type frame struct {
 	// piped is true when stdin comes from an earlier pipeline stage.
 	piped    bool
 	posTaint bool // positional parameters carry a credential
-	// hdoc is the here-document or here-string fed to this statement.
-	hdoc *syntax.Redirect
+	// stdinCode is the here-document or here-string fed to this statement
+	// (dynamic when it expands something known only at run time).
+	stdinCode *Word
 	// stdinFile is a file redirected to stdin (cmd < file); stdinDynamic
 	// when its name is known only at run time.
 	stdinFile    string
@@ -78,6 +79,9 @@ type walker struct {
 	// PATH; nil once it is assigned a value known only at run time.
 	path      []string
 	allexport bool // set -a
+	// rerooted: a wrapper (chroot, sudo -R) changed the root directory, so
+	// no path the text names can be read from the host.
+	rerooted bool
 	// posTainted: `set --` put a credential into the positional parameters.
 	posTainted bool
 }
@@ -99,6 +103,9 @@ func newWalker(in *Input, a *Analysis) *walker {
 		w.credVars[CredentialVar(id)] = true
 	}
 	w.cwd = in.Cwd
+	if in.CredentialDir != "" {
+		w.vars.set(CredentialDirVar, &value{known: true, str: in.CredentialDir, exported: true})
+	}
 	w.path = in.Path
 	// bash and dash set IFS at start-up; it is never inherited.
 	w.vars.set("IFS", &value{known: true, str: " \t\n"})
@@ -150,13 +157,13 @@ func (w *walker) walkStmts(stmts []*syntax.Stmt, fr frame) {
 
 // subshell runs fn with a copy of the variables, as the shell forks.
 func (w *walker) subshell(fn func()) {
-	cwd, path, allexport, disabled := w.cwd, w.path, w.allexport, w.builtinsDisabled
+	cwd, path, allexport, disabled, rerooted := w.cwd, w.path, w.allexport, w.builtinsDisabled, w.rerooted
 	w.vars.push()
 	w.funcs.push()
 	fn()
 	w.vars.pop()
 	w.funcs.pop()
-	w.cwd, w.allexport, w.builtinsDisabled = cwd, allexport, disabled
+	w.cwd, w.allexport, w.builtinsDisabled, w.rerooted = cwd, allexport, disabled, rerooted
 	if !sameSlice(w.path, path) {
 		w.path = path
 		clear(w.pathCache)
@@ -177,13 +184,14 @@ func (w *walker) walkStmt(st *syntax.Stmt, fr frame) {
 		}
 		switch r.Op {
 		case syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc:
-			fr.hdoc, fr.piped, fr.stdinFile, fr.stdinDynamic = r, false, "", false
+			code := w.hereCode(r, &fr)
+			fr.stdinCode, fr.piped, fr.stdinFile, fr.stdinDynamic = &code, false, "", false
 			fr.stdinTaint = w.taintOf(r.Hdoc, &fr)
 			if r.Op == syntax.WordHdoc {
 				fr.stdinTaint = w.taintOf(r.Word, &fr)
 			}
 		case syntax.RdrIn:
-			fr.hdoc, fr.piped, fr.stdinFile, fr.stdinDynamic = nil, false, "", false
+			fr.stdinCode, fr.piped, fr.stdinFile, fr.stdinDynamic = nil, false, "", false
 			fr.stdinTaint = ""
 			if s, ok := w.literal(r.Word); ok {
 				fr.stdinFile = s
@@ -293,7 +301,7 @@ func (w *walker) binaryCmd(b *syntax.BinaryCmd, fr frame) {
 		// lastpipe, and dash).
 		w.subshell(func() { w.walkStmt(b.X, fr.with("")) })
 		right := fr
-		right.piped, right.hdoc, right.stdinFile, right.stdinDynamic = true, nil, "", false
+		right.piped, right.stdinCode, right.stdinFile, right.stdinDynamic = true, nil, "", false
 		right.stdinTaint = w.pipeOutTaint(b.X, fr.stdinTaint)
 		w.subshell(func() { w.walkStmt(b.Y, right) })
 	default:
@@ -465,13 +473,13 @@ func (w *walker) substNode(node syntax.Node, fr frame) {
 		switch n := n.(type) {
 		case *syntax.CmdSubst:
 			c := fr
-			c.piped, c.hdoc, c.stdinFile, c.stdinDynamic, c.stdinTaint = false, nil, "", false, ""
+			c.piped, c.stdinCode, c.stdinFile, c.stdinDynamic, c.stdinTaint = false, nil, "", false, ""
 			w.subshell(func() { w.walkStmts(n.Stmts, c.with("cmdsubst")) })
 			return false
 		case *syntax.ProcSubst:
 			c := fr
 			c.cond = true
-			c.piped, c.hdoc, c.stdinFile, c.stdinDynamic, c.stdinTaint = false, nil, "", false, ""
+			c.piped, c.stdinCode, c.stdinFile, c.stdinDynamic, c.stdinTaint = false, nil, "", false, ""
 			w.subshell(func() { w.walkStmts(n.Stmts, c.with("procsubst")) })
 			return false
 		case *syntax.ArithmExp:
