@@ -397,6 +397,15 @@ type pipeKey struct {
 }
 
 func (w *walker) funcDecl(fd *syntax.FuncDecl, fr frame) {
+	if fd.Name == nil {
+		// The parser accepts forms (an anonymous function) that bash and
+		// dash reject: the shell would not run what we would judge.
+		w.flag(FlagOpaque, fr.pos(fd), "function definition without a name")
+		c := fr
+		c.cond = true
+		w.walkStmt(fd.Body, c)
+		return
+	}
 	name := fd.Name.Value
 	def := &funcDef{decl: fd, fr: fr}
 	w.funcs.set(name, def)
