@@ -2,16 +2,14 @@
 package main
 
 import (
-	"fmt"
 	"os"
+
+	"github.com/mitrity/mitrity/govern/cliapp"
 )
 
 // version is set at link time: go build -ldflags "-X main.version=v1.2.3".
 var version = "dev"
 
 func main() {
-	if err := newApp(os.Stdout, os.Stderr).Run(os.Args); err != nil {
-		fmt.Fprintf(os.Stderr, "mitrity-egressproxy: %v\n", err)
-		os.Exit(1)
-	}
+	cliapp.Main(newApp(os.Stdout, os.Stderr))
 }

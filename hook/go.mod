@@ -3,12 +3,14 @@ module github.com/mitrity/mitrity/hook
 go 1.26.0
 
 require (
-	github.com/rs/zerolog v1.35.1
 	github.com/urfave/cli/v2 v2.27.7
 	gotest.tools/v3 v3.5.2
 )
 
-require github.com/mattn/go-isatty v0.0.24 // indirect
+require (
+	github.com/mattn/go-isatty v0.0.24 // indirect
+	github.com/rs/zerolog v1.35.1 // indirect
+)
 
 require (
 	github.com/cpuguy83/go-md2man/v2 v2.0.7 // indirect

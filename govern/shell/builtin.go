@@ -20,7 +20,7 @@ func (w *walker) builtin(args []arg, cmd *Command, fr frame) {
 	switch name {
 	case "eval":
 		w.checkArgv(args, cmd, "eval (its arguments become code)")
-		w.nested(joinArgs(rest), fr.dialect, cmd.Pos, fr, "eval")
+		w.nested(joinWords(words(rest)), fr.dialect, cmd.Pos, fr, "eval")
 	case "source", ".":
 		ops := rest
 		if len(ops) > 0 && ops[0].Value == "--" && !ops[0].Dynamic {
@@ -205,19 +205,6 @@ func countStatic(args []arg) int {
 		}
 	}
 	return n
-}
-
-func joinArgs(args []arg) Word {
-	var b strings.Builder
-	dyn := false
-	for i, a := range args {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(a.Value)
-		dyn = dyn || a.Dynamic
-	}
-	return Word{Value: b.String(), Dynamic: dyn}
 }
 
 // readVars handles builtins that assign what they read from stdin.

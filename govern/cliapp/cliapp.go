@@ -1,0 +1,96 @@
+// Package cliapp builds the urfave/cli application every binary is: the
+// common --log-level flag, a zerolog logger set up in Before and handed to
+// subcommands, output only through the writers it is given (so tests run the
+// app in-process), and exit codes carried by errors rather than os.Exit.
+package cliapp
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/rs/zerolog"
+	"github.com/urfave/cli/v2"
+)
+
+const metadataLogger = "logger"
+
+// Spec names one binary.
+type Spec struct {
+	Name, Usage, Version string
+	Commands             []*cli.Command
+}
+
+// New returns the application for spec, writing to stdout and stderr.
+func New(spec Spec, stdout, stderr io.Writer) *cli.App {
+	return &cli.App{
+		Name:      spec.Name,
+		Usage:     spec.Usage,
+		Version:   spec.Version,
+		Writer:    stdout,
+		ErrWriter: stderr,
+		Metadata:  map[string]any{},
+		Commands:  spec.Commands,
+		// Errors go back to Main, which prints them and exits; the library
+		// must not exit the process itself.
+		ExitErrHandler: func(*cli.Context, error) {},
+		Flags: []cli.Flag{
+			&cli.StringFlag{
+				Name:  "log-level",
+				Value: zerolog.InfoLevel.String(),
+				Usage: "log level: trace, debug, info, warn, error or disabled",
+			},
+		},
+		Before: func(c *cli.Context) error {
+			logger, err := NewLogger(stderr, c.String("log-level"))
+			if err != nil {
+				return err
+			}
+			c.App.Metadata[metadataLogger] = logger
+			return nil
+		},
+	}
+}
+
+// Logger returns the logger Before set up.
+func Logger(c *cli.Context) zerolog.Logger {
+	if l, ok := c.App.Metadata[metadataLogger].(zerolog.Logger); ok {
+		return l
+	}
+	return zerolog.Nop()
+}
+
+// NewLogger returns a human-readable logger writing to w at the named
+// level, in colour only when w is a terminal.
+func NewLogger(w io.Writer, level string) (zerolog.Logger, error) {
+	lvl, err := zerolog.ParseLevel(level)
+	if err != nil || level == "" {
+		return zerolog.Nop(), fmt.Errorf("invalid --log-level %q: want trace, debug, info, warn, error or disabled", level)
+	}
+	f, isFile := w.(*os.File)
+	color := isFile && isatty.IsTerminal(f.Fd())
+	out := zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339, NoColor: !color}
+	return zerolog.New(out).Level(lvl).With().Timestamp().Logger(), nil
+}
+
+// Main runs app with the process arguments and exits: 0 on success, the
+// code of a cli.ExitCoder error, else 1. A non-empty error message is
+// printed to stderr first.
+func Main(app *cli.App) {
+	err := app.Run(os.Args)
+	if err == nil {
+		return
+	}
+	code := 1
+	var ec cli.ExitCoder
+	if errors.As(err, &ec) {
+		code = ec.ExitCode()
+	}
+	if msg := err.Error(); msg != "" {
+		fmt.Fprintf(app.ErrWriter, "%s: %s\n", app.Name, msg)
+	}
+	os.Exit(code)
+}

@@ -1,0 +1,68 @@
+package govern
+
+// ActionShellExecute is the action type of the governed shell's tool. The
+// served tool name and the action type are a fixed pair.
+const (
+	ActionShellExecute = "shell:execute"
+	ToolShellExecute   = "shell__execute"
+)
+
+// Outcome is what a stage, a rule or the whole pipeline decides.
+// Precedence when several apply: deny > hold > ask > allow.
+type Outcome int
+
+const (
+	Allow Outcome = iota
+	Ask           // the framework asks the person (hook surfaces only)
+	Hold          // the call waits in the gateway's approval queue
+	Deny
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case Allow:
+		return "allow"
+	case Ask:
+		return "ask"
+	case Hold:
+		return "hold"
+	case Deny:
+		return "deny"
+	}
+	return "invalid"
+}
+
+// Stricter returns the stricter of two outcomes.
+func (o Outcome) Stricter(p Outcome) Outcome {
+	if p > o {
+		return p
+	}
+	return o
+}
+
+// Decision is a verdict with its machine-readable reason and a sentence a
+// person or a model can act on. Stage names the pipeline stage that
+// decided; Rule the policy rule, when one did.
+type Decision struct {
+	Outcome Outcome
+	Reason  Reason
+	Stage   string
+	Rule    string
+	Message string
+}
+
+// Call is one request to run a shell command, as every surface (MCP tool
+// call, hook admission, the exec subcommand) presents it to the pipeline.
+type Call struct {
+	Agent      string
+	Tool       string // served tool name (shell__execute) or the framework's tool
+	ActionType string // shell:execute
+	Surface    string // mcp, agent_hook, cli
+	Session    string
+	Command    string
+	Cwd        string // as given; resolved against exec.default_cwd
+	Stdin      []byte
+	Env        map[string]string // agent-settable variables, values may hold ${credential:<id>}
+	// TimeoutSeconds is what the call asked for; 0 means the ceiling.
+	TimeoutSeconds int
+}
