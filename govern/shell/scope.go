@@ -3,19 +3,29 @@ package shell
 // layered is a map with subshell scoping: a subshell pushes a layer, writes
 // go to the top layer, and popping it forgets them. Reads look down the
 // stack. It avoids copying every variable at each pipeline stage.
+//
+// A layer pushed as a barrier models a new process: below it, only the
+// values keep reports true for (exported variables) remain visible.
 type layered[V any] struct {
-	maps []map[string]V
+	maps     []map[string]V
+	barriers []bool
+	keep     func(V) bool
 }
 
-func newLayered[V any]() *layered[V] {
-	return &layered[V]{maps: []map[string]V{{}}}
+func newLayered[V any](keep func(V) bool) *layered[V] {
+	return &layered[V]{maps: []map[string]V{{}}, barriers: []bool{false}, keep: keep}
 }
 
 func (l *layered[V]) get(k string) (V, bool) {
+	crossed := false
 	for i := len(l.maps) - 1; i >= 0; i-- {
 		if v, ok := l.maps[i][k]; ok {
+			if crossed && !l.keep(v) {
+				break
+			}
 			return v, true
 		}
+		crossed = crossed || l.barriers[i]
 	}
 	var zero V
 	return zero, false
@@ -29,18 +39,30 @@ func (l *layered[V]) set(k string, v V) {
 	l.maps[top][k] = v
 }
 
-func (l *layered[V]) push() { l.maps = append(l.maps, nil) }
-func (l *layered[V]) pop()  { l.maps = l.maps[:len(l.maps)-1] }
+func (l *layered[V]) push(barrier bool) {
+	l.maps = append(l.maps, nil)
+	l.barriers = append(l.barriers, barrier)
+}
+
+func (l *layered[V]) pop() {
+	l.maps = l.maps[:len(l.maps)-1]
+	l.barriers = l.barriers[:len(l.barriers)-1]
+}
 
 // each calls fn once for every visible key, with its visible value.
 func (l *layered[V]) each(fn func(string, V)) {
 	seen := map[string]bool{}
+	crossed := false
 	for i := len(l.maps) - 1; i >= 0; i-- {
 		for k, v := range l.maps[i] {
-			if !seen[k] {
-				seen[k] = true
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			if !crossed || l.keep(v) {
 				fn(k, v)
 			}
 		}
+		crossed = crossed || l.barriers[i]
 	}
 }

@@ -93,7 +93,7 @@ func newWalker(in *Input, a *Analysis) *walker {
 	if in.MaxScriptBytes <= 0 {
 		in.MaxScriptBytes = defaultMaxScriptBytes
 	}
-	w := &walker{in: in, a: a, vars: newLayered[*value](), funcs: newLayered[*funcDef](),
+	w := &walker{in: in, a: a, vars: newLayered(func(v *value) bool { return v.exported }), funcs: newLayered(func(*funcDef) bool { return false }),
 		active:   map[*funcDef]int{},
 		credVars: map[string]bool{}, pathCache: map[string]string{}, pipeTaint: map[pipeKey]string{}, realCache: map[string]string{}, pinned: map[string]bool{}, flagged: map[string]bool{}}
 	for _, n := range in.CredentialVars {
@@ -156,10 +156,14 @@ func (w *walker) walkStmts(stmts []*syntax.Stmt, fr frame) {
 }
 
 // subshell runs fn with a copy of the variables, as the shell forks.
-func (w *walker) subshell(fn func()) {
+func (w *walker) subshell(fn func()) { w.scope(false, fn) }
+
+// scope runs fn in a new layer of variables and functions; a barrier layer
+// is a new process, which sees only exported variables and no functions.
+func (w *walker) scope(barrier bool, fn func()) {
 	cwd, path, allexport, disabled, rerooted := w.cwd, w.path, w.allexport, w.builtinsDisabled, w.rerooted
-	w.vars.push()
-	w.funcs.push()
+	w.vars.push(barrier)
+	w.funcs.push(barrier)
 	fn()
 	w.vars.pop()
 	w.funcs.pop()
@@ -321,14 +325,8 @@ func (w *walker) child(fr frame, fn func()) {
 			prefix = append(prefix, w.assignValue(as, fr, false))
 		}
 	}
-	w.subshell(func() {
-		w.vars.each(func(name string, v *value) {
-			if !v.exported {
-				w.vars.set(name, &value{})
-			}
-		})
+	w.scope(true, func() {
 		w.vars.set("IFS", &value{known: true, str: " \t\n"})
-		w.funcs.each(func(name string, _ *funcDef) { w.funcs.set(name, nil) })
 		w.allexport, w.builtinsDisabled = false, false
 		i := 0
 		for _, as := range fr.prefix {
