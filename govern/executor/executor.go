@@ -1,0 +1,355 @@
+// Package executor runs an execution plan: it checks what must still hold
+// at run time (the concurrency limit, the working directory, the pinned
+// scripts), builds the process with a constructed environment and the
+// plan's credentials, enforces the timeout (SIGTERM, then SIGKILL after a
+// grace period) and the output caps, and reports what happened in the
+// spec's closed vocabulary.
+package executor
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mitrity/mitrity/govern"
+	"github.com/mitrity/mitrity/govern/plan"
+)
+
+// DefaultKillGrace is how long a process has between SIGTERM and SIGKILL.
+const DefaultKillGrace = 5 * time.Second
+
+// Stream counts one output stream.
+type Stream struct {
+	Bytes     int64 // bytes produced, including those discarded past the cap
+	Discarded int64
+	Truncated bool
+}
+
+// Result is what one execution did.
+type Result struct {
+	Status govern.Status
+	// Reason is set for a status other than completed: pin_mismatch,
+	// concurrency_limit, spawn_error, sandbox_unavailable,
+	// cwd_outside_workspace.
+	Reason      govern.Reason
+	Message     string
+	SandboxMode govern.SandboxMode
+	ExitCode    *int // nil unless completed
+	Duration    time.Duration
+	TimedOut    bool
+	Stdout      Stream
+	Stderr      Stream
+	// CredentialsInjected lists credential ids, never values.
+	CredentialsInjected []string
+	// PinMethod says how the pinned scripts were held to their bytes.
+	PinMethod string
+	// DaemonKill reports whether every process the command started was
+	// killed when it ended (false in mode none: a process that calls
+	// setsid leaves the process group).
+	DaemonKill bool
+}
+
+// Executor runs plans, at most MaxConcurrent at once.
+type Executor struct {
+	sem       chan struct{}
+	killGrace time.Duration
+}
+
+// Option configures an Executor.
+type Option func(*Executor)
+
+// WithKillGrace changes the SIGTERM-to-SIGKILL grace period (tests).
+func WithKillGrace(d time.Duration) Option { return func(e *Executor) { e.killGrace = d } }
+
+// New returns an executor that runs at most maxConcurrent plans at once.
+func New(maxConcurrent int, opts ...Option) *Executor {
+	if maxConcurrent < 1 {
+		maxConcurrent = 1
+	}
+	e := &Executor{sem: make(chan struct{}, maxConcurrent), killGrace: DefaultKillGrace}
+	for _, o := range opts {
+		o(e)
+	}
+	return e
+}
+
+// Run executes p in mode, with creds (credential id -> value) fetched by
+// the caller. stdout and stderr receive at most p.OutputMaxBytes each; the
+// caller redacts before anything reaches the agent. Cancelling ctx kills
+// the command (status killed).
+//
+// Only SandboxNone is run here; the kernel backends are separate. Any other
+// mode is refused with spawn_error rather than run without its isolation.
+func (e *Executor) Run(ctx context.Context, p *plan.Plan, mode govern.SandboxMode, creds map[string]string, stdout, stderr io.Writer) Result {
+	r := Result{SandboxMode: mode}
+	select {
+	case e.sem <- struct{}{}:
+		defer func() { <-e.sem }()
+	default:
+		return neverRan(r, govern.ReasonConcurrencyLimit, fmt.Sprintf("%d executions are already running; try again when one finishes", cap(e.sem)))
+	}
+	if mode != govern.SandboxNone {
+		r.Status, r.Reason = govern.StatusFailedToStart, govern.ReasonSpawnError
+		r.Message = fmt.Sprintf("sandbox mode %s is not run by this executor", mode)
+		return r
+	}
+	if err := checkCwd(p); err != nil {
+		return neverRan(r, govern.ReasonCwdOutsideWorkspace, err.Error())
+	}
+	if err := checkPins(p); err != nil {
+		return neverRan(r, govern.ReasonPinMismatch, err.Error())
+	}
+	r.PinMethod = "rehash"
+
+	env, injected, cleanup, err := buildEnv(p, creds)
+	if err != nil {
+		r.Status, r.Reason, r.Message = govern.StatusFailedToStart, govern.ReasonSpawnError, err.Error()
+		return r
+	}
+	defer cleanup()
+	r.CredentialsInjected = injected
+	return e.start(ctx, p, env, r, stdout, stderr)
+}
+
+func neverRan(r Result, reason govern.Reason, msg string) Result {
+	r.Status, r.Reason, r.Message = govern.StatusNeverRan, reason, msg
+	return r
+}
+
+// checkCwd: the directory must, after symlinks, still be inside a workspace
+// root when the command starts.
+func checkCwd(p *plan.Plan) error {
+	real, err := filepath.EvalSymlinks(p.Cwd())
+	if err != nil {
+		return fmt.Errorf("working directory %s: %w", p.Cwd(), err)
+	}
+	if st, err := os.Stat(real); err != nil || !st.IsDir() {
+		return fmt.Errorf("working directory %s is not a directory", p.Cwd())
+	}
+	for _, root := range p.WorkspaceRoots() {
+		rr, err := filepath.EvalSymlinks(root)
+		if err != nil {
+			continue
+		}
+		if rel, err := filepath.Rel(rr, real); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+			return nil
+		}
+	}
+	return fmt.Errorf("working directory %s (%s) is outside every workspace root", p.Cwd(), real)
+}
+
+// checkPins re-reads every pinned script just before the start: without a
+// kernel sandbox the bytes cannot be bound over the path, so a script
+// changed since the decision stops the run instead.
+func checkPins(p *plan.Plan) error {
+	for _, pin := range p.Pins() {
+		b, err := os.ReadFile(pin.RealPath)
+		if err != nil {
+			return fmt.Errorf("pinned script %s: %w", pin.Path, err)
+		}
+		sum := sha256.Sum256(b)
+		if hex.EncodeToString(sum[:]) != pin.SHA256 || !bytes.Equal(b, pin.Bytes) {
+			return fmt.Errorf("pinned script %s changed after the decision (%s was judged)", pin.Path, pin.SHA256)
+		}
+		if real, err := filepath.EvalSymlinks(pin.Path); err != nil || real != pin.RealPath {
+			return fmt.Errorf("pinned script %s now resolves elsewhere", pin.Path)
+		}
+	}
+	return nil
+}
+
+// buildEnv constructs the environment: the plan's variables, then the
+// credentials, never anything of the gateway's own. Credential files are
+// written 0400 into a 0700 directory that cleanup removes.
+func buildEnv(p *plan.Plan, creds map[string]string) (env []string, injected []string, cleanup func(), err error) {
+	cleanup = func() {}
+	vars := p.Env()
+	for name, id := range p.CredentialEnv() {
+		v, ok := creds[id]
+		if !ok {
+			return nil, nil, cleanup, fmt.Errorf("credential %s was not fetched", id)
+		}
+		vars[name] = v
+	}
+	if files := p.CredentialFiles(); len(files) > 0 {
+		dir := p.CredentialDir()
+		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+			return nil, nil, cleanup, err
+		}
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			return nil, nil, cleanup, fmt.Errorf("credential directory: %w", err)
+		}
+		cleanup = func() { os.RemoveAll(dir) }
+		for name, id := range files {
+			v, ok := creds[id]
+			if !ok {
+				cleanup()
+				return nil, nil, func() {}, fmt.Errorf("credential %s was not fetched", id)
+			}
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(v), 0o400); err != nil {
+				cleanup()
+				return nil, nil, func() {}, err
+			}
+		}
+		vars["MITRITY_CRED_DIR"] = dir
+	}
+	for name, v := range vars {
+		env = append(env, name+"="+v)
+	}
+	return env, p.CredentialIDs(), cleanup, nil
+}
+
+// argv is how the shell is invoked: no profile, no rc file, the judged
+// text as the -c operand.
+func argv(p *plan.Plan) []string {
+	if filepath.Base(p.Shell()) == "bash" {
+		return []string{p.Shell(), "--noprofile", "--norc", "-c", p.Command()}
+	}
+	return []string{p.Shell(), "-c", p.Command()}
+}
+
+func (e *Executor) start(ctx context.Context, p *plan.Plan, env []string, r Result, stdout, stderr io.Writer) Result {
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		r.Status, r.Reason, r.Message = govern.StatusFailedToStart, govern.ReasonSpawnError, err.Error()
+		return r
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		r.Status, r.Reason, r.Message = govern.StatusFailedToStart, govern.ReasonSpawnError, err.Error()
+		return r
+	}
+	args := argv(p)
+	cmd := &exec.Cmd{Path: args[0], Args: args, Env: env, Dir: p.Cwd(), Stdout: outW, Stderr: errW}
+	if in := p.Stdin(); in != nil {
+		cmd.Stdin = bytes.NewReader(in)
+	}
+	// Its own process group, so a timeout reaches every process it started;
+	// and dead with the gateway.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	started := time.Now()
+	if err := cmd.Start(); err != nil {
+		outR.Close()
+		outW.Close()
+		errR.Close()
+		errW.Close()
+		r.Status, r.Reason, r.Message = govern.StatusFailedToStart, govern.ReasonSpawnError, err.Error()
+		return r
+	}
+	outW.Close()
+	errW.Close()
+	pgid := cmd.Process.Pid
+
+	copied := make(chan struct{}, 2)
+	go func() { r.Stdout = capCopy(stdout, outR, p.OutputMaxBytes()); copied <- struct{}{} }()
+	go func() { r.Stderr = capCopy(stderr, errR, p.OutputMaxBytes()); copied <- struct{}{} }()
+
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+
+	timer := time.NewTimer(p.Timeout())
+	defer timer.Stop()
+	var waitErr error
+	var killedBy string
+	select {
+	case waitErr = <-waited:
+	case <-timer.C:
+		killedBy = "timeout"
+		waitErr = e.terminate(pgid, waited)
+	case <-ctx.Done():
+		killedBy = "cancel"
+		waitErr = e.terminate(pgid, waited)
+	}
+	r.Duration = time.Since(started)
+	// Nothing the command started may outlive it.
+	syscall.Kill(-pgid, syscall.SIGKILL)
+	drain := time.NewTimer(time.Second)
+	for i := 0; i < 2; i++ {
+		select {
+		case <-copied:
+		case <-drain.C:
+			// A process that left the group still holds a pipe open.
+			outR.Close()
+			errR.Close()
+			<-copied
+		}
+	}
+	drain.Stop()
+	outR.Close()
+	errR.Close()
+	r.DaemonKill = false // mode none: a setsid'ed process escapes the group
+
+	switch {
+	case killedBy == "timeout":
+		r.Status, r.TimedOut = govern.StatusTimedOut, true
+	case killedBy == "cancel":
+		r.Status, r.Message = govern.StatusKilled, "the call was cancelled"
+	default:
+		var ee *exec.ExitError
+		if waitErr != nil && !errors.As(waitErr, &ee) {
+			r.Status, r.Reason, r.Message = govern.StatusFailedToStart, govern.ReasonSpawnError, waitErr.Error()
+			return r
+		}
+		ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+		if ws.Signaled() {
+			r.Status, r.Message = govern.StatusKilled, "killed by signal "+ws.Signal().String()
+			return r
+		}
+		code := cmd.ProcessState.ExitCode()
+		r.Status, r.ExitCode = govern.StatusCompleted, &code
+	}
+	return r
+}
+
+// terminate sends SIGTERM to the process group, then SIGKILL after the
+// grace period, and returns the wait result.
+func (e *Executor) terminate(pgid int, waited <-chan error) error {
+	syscall.Kill(-pgid, syscall.SIGTERM)
+	grace := time.NewTimer(e.killGrace)
+	defer grace.Stop()
+	select {
+	case err := <-waited:
+		return err
+	case <-grace.C:
+		syscall.Kill(-pgid, syscall.SIGKILL)
+		return <-waited
+	}
+}
+
+// capCopy copies r to w up to limit bytes and counts the rest. It reads
+// to EOF whatever the cap, so the command never blocks on a full pipe.
+func capCopy(w io.Writer, r io.Reader, limit int64) Stream {
+	var s Stream
+	var written int64
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			s.Bytes += int64(n)
+			keep := min(int64(n), max(limit-written, 0))
+			if keep > 0 && w != nil {
+				w.Write(buf[:keep])
+				written += keep
+			}
+			if d := int64(n) - keep; d > 0 {
+				s.Discarded += d
+				s.Truncated = true
+			}
+		}
+		if err != nil {
+			return s
+		}
+	}
+}
