@@ -173,7 +173,11 @@ func TestPinMismatch(t *testing.T) {
 	assert.NilError(t, os.WriteFile(script, judged, 0o755))
 	a := shell.Analyze(shell.Input{Text: "bash ./x.sh", Dialect: shell.DialectBash, Cwd: dir, InspectionRoots: []string{dir}})
 	assert.Equal(t, len(a.Pins), 1)
-	p := newPlan(t, func(s *spec) { s.Cwd, s.WorkspaceRoots = dir, []string{dir}; s.Command = "bash ./x.sh"; s.Pins = a.Pins })
+	p := newPlan(t, func(s *spec) {
+		s.Cwd, s.WorkspaceRoots = dir, []string{dir}
+		s.Command = "bash ./x.sh"
+		s.Pins = a.Pins
+	})
 	r, out, _ := run(t, New(1), p, nil)
 	assert.Equal(t, r.Status, govern.StatusCompleted)
 	assert.Equal(t, out, "judged\n")
