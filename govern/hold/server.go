@@ -1,0 +1,232 @@
+package hold
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mitrity/mitrity/govern"
+)
+
+// Server serves a queue on a Unix socket to the socket's owner only: the
+// socket is 0600 in a 0700 directory, and every connection's peer uid
+// (SO_PEERCRED) must be the gateway's own uid or root.
+type Server struct {
+	q    *Queue
+	ln   net.Listener
+	srv  *http.Server
+	path string
+}
+
+// Listen creates the socket at path (its directory is created 0700) and
+// serves q on it until Close.
+func Listen(path string, q *Queue) (*Server, error) {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("admin socket directory: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("admin socket directory: %w", err)
+	}
+	if c, err := net.Dial("unix", path); err == nil {
+		c.Close()
+		return nil, fmt.Errorf("admin socket %s is served by another process", path)
+	}
+	os.Remove(path)
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("admin socket: %w", err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	s := &Server{q: q, ln: ln, path: path}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/holds", s.list)
+	mux.HandleFunc("POST /v1/holds/{id}/{verdict}", s.answer)
+	s.srv = &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 5 * time.Second,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, peerKey{}, peerUID(c))
+		},
+	}
+	go s.srv.Serve(ln)
+	return s, nil
+}
+
+// Close stops serving and removes the socket.
+func (s *Server) Close() error {
+	err := s.srv.Close()
+	os.Remove(s.path)
+	return err
+}
+
+type peerKey struct{}
+
+// peerUID returns the connecting process's uid, or -1 when unknown.
+func peerUID(c net.Conn) int {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return -1
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return -1
+	}
+	uid := -1
+	raw.Control(func(fd uintptr) {
+		cred, err := syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+		if err == nil {
+			uid = int(cred.Uid)
+		}
+	})
+	return uid
+}
+
+// allowed: only the gateway's own user, or root, may see or answer holds.
+func allowed(r *http.Request) (int, bool) {
+	uid, _ := r.Context().Value(peerKey{}).(int)
+	return uid, uid >= 0 && (uid == os.Geteuid() || uid == 0)
+}
+
+func (s *Server) list(w http.ResponseWriter, r *http.Request) {
+	if _, ok := allowed(r); !ok {
+		http.Error(w, "forbidden", http.StatusForbidden)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(s.q.List())
+}
+
+func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
+	uid, ok := allowed(r)
+	if !ok {
+		http.Error(w, "forbidden", http.StatusForbidden)
+		return
+	}
+	var outcome govern.Outcome
+	switch r.PathValue("verdict") {
+	case "approve":
+		outcome = govern.Allow
+	case "deny":
+		outcome = govern.Deny
+	default:
+		http.Error(w, "verdict must be approve or deny", http.StatusBadRequest)
+		return
+	}
+	err := s.q.Answer(r.PathValue("id"), outcome, "uid:"+strconv.Itoa(uid))
+	if errors.Is(err, ErrUnknown) {
+		http.Error(w, err.Error(), http.StatusNotFound)
+		return
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// Client talks to every admin socket in a directory: each running gateway
+// process (a long-running server, or a one-shot exec holding a call)
+// serves its own.
+type Client struct{ Dir string }
+
+func (c Client) sockets() ([]string, error) {
+	m, err := filepath.Glob(filepath.Join(c.Dir, "*.sock"))
+	sort.Strings(m)
+	return m, err
+}
+
+func httpClient(sock string) *http.Client {
+	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		},
+	}}
+}
+
+// List returns the holds pending on every live socket.
+func (c Client) List(ctx context.Context) ([]Pending, error) {
+	socks, err := c.sockets()
+	if err != nil {
+		return nil, err
+	}
+	var all []Pending
+	for _, sock := range socks {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://admin/v1/holds", nil)
+		resp, err := httpClient(sock).Do(req)
+		if err != nil {
+			continue // a stale socket of a process that is gone
+		}
+		var ps []Pending
+		err = decode(resp, &ps)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", sock, err)
+		}
+		all = append(all, ps...)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].Created.Before(all[j].Created) })
+	return all, nil
+}
+
+// Answer approves or denies the hold with id, wherever it is pending.
+func (c Client) Answer(ctx context.Context, id string, approve bool) error {
+	verdict := "deny"
+	if approve {
+		verdict = "approve"
+	}
+	socks, err := c.sockets()
+	if err != nil {
+		return err
+	}
+	for _, sock := range socks {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://admin/v1/holds/"+id+"/"+verdict, nil)
+		resp, err := httpClient(sock).Do(req)
+		if err != nil {
+			continue
+		}
+		if resp.StatusCode == http.StatusNotFound {
+			resp.Body.Close()
+			continue
+		}
+		return decode(resp, nil)
+	}
+	return ErrUnknown
+}
+
+func decode(resp *http.Response, v any) error {
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(b)))
+	}
+	if v == nil {
+		return nil
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+// DefaultDir is where admin sockets live: $XDG_RUNTIME_DIR/mitrity/admin
+// for a user, /run/mitrity/admin for root.
+func DefaultDir() string {
+	if os.Geteuid() == 0 {
+		return "/run/mitrity/admin"
+	}
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
+		return filepath.Join(d, "mitrity", "admin")
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("mitrity-%d", os.Geteuid()), "admin")
+}
