@@ -94,12 +94,12 @@ func (m *SandboxMode) UnmarshalText(b []byte) error {
 type Status uint8
 
 const (
-	_               Status = iota
-	StatusCompleted        // the process exited on its own; its exit code is a result
-	StatusTimedOut         // the wall-clock timeout expired (SIGTERM, then SIGKILL)
-	StatusKilled           // the process died of a signal it did not send itself
-	StatusFailedToStart    // the execution was attempted and could not start
-	StatusNeverRan         // nothing was started (sandbox unavailable, ticket expired)
+	_                   Status = iota
+	StatusCompleted            // the process exited on its own; its exit code is a result
+	StatusTimedOut             // the wall-clock timeout expired (SIGTERM, then SIGKILL)
+	StatusKilled               // the process died of a signal it did not send itself
+	StatusFailedToStart        // the execution was attempted and could not start
+	StatusNeverRan             // nothing was started (sandbox unavailable, ticket expired)
 )
 
 var statusWords = [...]string{

@@ -1,0 +1,321 @@
+package audit
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mitrity/mitrity/govern"
+	"github.com/mitrity/mitrity/govern/dlp"
+	"github.com/mitrity/mitrity/govern/shell"
+)
+
+// Record is everything the caller has once a call is decided (and, when
+// something was attempted, run). Some of it is sensitive — the command's
+// stdin, the agent's env values, pinned script bodies, the output, the
+// credential values — and Build keeps none of it: it records hashes, sizes,
+// names and paths, and uses the credential values only to scrub them out of
+// the free text it does record.
+type Record struct {
+	Call      govern.Call
+	Decision  govern.Decision
+	WouldDeny bool
+	// Err is a pipeline failure, recorded as decision.error.
+	Err error
+	// Analysis is the analyzer's result; nil when analysis never ran.
+	Analysis *shell.Analysis
+	// LinkedEventID links the execution event of a routed hook call to the
+	// decision event written at admit time.
+	LinkedEventID string
+	// Run is what the executor attempted; nil when nothing was.
+	Run *Run
+	// Secrets maps credential ids to the values the call could reach. They
+	// are matched (raw, base64, URL-encoded and hex) and replaced by
+	// [REDACTED:credential:<id>] in every recorded string — a literal token
+	// typed into the command would otherwise land in argv — and never
+	// stored.
+	Secrets map[string]string
+}
+
+// Run is the executor's account of one execution.
+type Run struct {
+	Status         govern.Status
+	Reason         govern.Reason
+	SandboxMode    *govern.SandboxMode // nil when no sandbox was chosen
+	ExitCode       int                 // recorded only when Status is completed
+	Duration       time.Duration
+	TimeoutSeconds int
+	Stdout, Stderr Output
+	RedactionCount int
+	// Pins are the scripts the executor pinned; their Bytes are never read.
+	Pins      []shell.Pin
+	PinMethod PinMethod
+	// CredentialsInjected are the ids injected as env or files.
+	CredentialsInjected []string
+	EgressAllowed       int
+	EgressDenied        int
+	// DeniedHosts are refused host:port pairs in order; the first 16
+	// distinct ones are kept.
+	DeniedHosts []string
+	// Limits says which bounds held; a missing limit is recorded as not
+	// enforced.
+	Limits map[Limit]LimitEnforcement
+}
+
+// Output is one stream as the executor saw it.
+type Output struct {
+	// Redacted is the stream exactly as returned to the agent. It is hashed
+	// and measured, never stored.
+	Redacted []byte
+	// Produced counts every byte the process wrote, including Discarded.
+	Produced  int64
+	Discarded int64
+	Truncated bool
+}
+
+// Builder turns Records into Events. The zero Builder is ready: nil fields
+// fall back to the host's name, the wall clock and crypto/rand.
+type Builder struct {
+	Source string           // default SourcePrefix + os.Hostname()
+	Now    func() time.Time // default time.Now
+	Rand   io.Reader        // default crypto/rand.Reader
+}
+
+// DefaultSource is the event source for this host.
+func DefaultSource() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		h = "localhost"
+	}
+	return SourcePrefix + h
+}
+
+// NewID returns a random (version 4) UUID read from r.
+func NewID(r io.Reader) (string, error) {
+	var b [16]byte
+	if _, err := io.ReadFull(r, b[:]); err != nil {
+		return "", fmt.Errorf("event id: %w", err)
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:], nil
+}
+
+// Build returns the validated event for r.
+func (b Builder) Build(r Record) (*Event, error) {
+	src, now, rnd := b.Source, b.Now, b.Rand
+	if src == "" {
+		src = DefaultSource()
+	}
+	if now == nil {
+		now = time.Now
+	}
+	if rnd == nil {
+		rnd = rand.Reader
+	}
+	id, err := NewID(rnd)
+	if err != nil {
+		return nil, err
+	}
+	s := newScrubber(r.Secrets)
+	ev := &Event{
+		SpecVersion:     SpecVersion,
+		ID:              id,
+		Source:          src,
+		Type:            TypeDecision,
+		Time:            now().UTC(),
+		Subject:         r.Call.Agent,
+		DataContentType: ContentType,
+		Data: Data{
+			Agent:      r.Call.Agent,
+			Surface:    Surface(r.Call.Surface),
+			Tool:       r.Call.Tool,
+			ActionType: r.Call.ActionType,
+			Session:    r.Call.Session,
+			Decision: Decision{
+				Outcome:   OutcomeOf(r.Decision.Outcome),
+				Reason:    r.Decision.Reason,
+				Stage:     r.Decision.Stage,
+				Rule:      r.Decision.Rule,
+				Message:   s.scrub(r.Decision.Message),
+				WouldDeny: r.WouldDeny,
+			},
+			BlockedBy:     BlockedBy(r.Decision),
+			LinkedEventID: r.LinkedEventID,
+		},
+	}
+	if r.Err != nil {
+		ev.Data.Decision.Error = s.scrub(r.Err.Error())
+	}
+	if r.Analysis != nil {
+		ev.Data.Command = commandOf(r.Analysis, r.Call, s)
+	}
+	if r.Run != nil {
+		ev.Type = TypeExecution
+		ev.Data.Execution = executionOf(r.Run, s)
+	}
+	if err := ev.Validate(); err != nil {
+		return nil, err
+	}
+	return ev, nil
+}
+
+// BlockedBy names what stopped a denied call: "command" for the hard
+// denials of the analyzer and the executor, which no policy knob relaxes,
+// else the stage that denied. It is empty for anything but a denial.
+func BlockedBy(d govern.Decision) string {
+	if d.Outcome != govern.Deny {
+		return ""
+	}
+	switch d.Reason {
+	case govern.ReasonSandboxUnavailable, govern.ReasonModifiedOutsideGovernance,
+		govern.ReasonCredentialInArgv, govern.ReasonCwdOutsideWorkspace,
+		govern.ReasonCommandAnalysisOff, govern.ReasonInvalidInput, govern.ReasonParseError:
+		return BlockedByCommand
+	}
+	return d.Stage
+}
+
+func commandOf(a *shell.Analysis, c govern.Call, s scrubber) *Command {
+	cmd := &Command{
+		SHA256:                a.SHA256,
+		Dialect:               string(a.Dialect),
+		Cwd:                   s.scrub(c.Cwd),
+		Resolved:              make([]Resolved, 0, len(a.Commands)),
+		Opaque:                a.Opaque(),
+		CredentialsReferenced: slices.Clone(a.Credentials),
+	}
+	if c.Stdin != nil {
+		sum := sha256.Sum256(c.Stdin)
+		cmd.StdinSHA256, cmd.StdinBytes = hex.EncodeToString(sum[:]), len(c.Stdin)
+	}
+	for _, sc := range a.Commands {
+		r := Resolved{
+			Argv:     make([]string, len(sc.Argv)),
+			Kind:     sc.Kind,
+			Context:  s.scrub(sc.Context),
+			Wrappers: s.scrubAll(sc.Wrappers),
+			Opaque:   s.scrub(sc.Opaque),
+		}
+		for i, w := range sc.Argv {
+			r.Argv[i] = s.scrub(w.Value)
+			if w.Dynamic {
+				r.Dynamic = append(r.Dynamic, i)
+			}
+		}
+		for _, rd := range sc.Redirects {
+			r.Redirects = append(r.Redirects, Redirect{Op: rd.Op, Path: s.scrub(rd.Path), Write: rd.Write, Dynamic: rd.Dynamic, Network: rd.Network})
+		}
+		cmd.Resolved = append(cmd.Resolved, r)
+	}
+	for _, f := range a.Flags {
+		cmd.Flags = append(cmd.Flags, Flag{Kind: string(f.Kind), Detail: s.scrub(f.Detail)})
+	}
+	for _, p := range a.Pins {
+		cmd.Scripts = append(cmd.Scripts, Script{Path: s.scrub(p.Path), SHA256: p.SHA256, Size: p.Size})
+	}
+	return cmd
+}
+
+func executionOf(r *Run, s scrubber) *Execution {
+	x := &Execution{
+		Status:              r.Status,
+		Reason:              r.Reason,
+		DurationMS:          r.Duration.Milliseconds(),
+		TimeoutSeconds:      r.TimeoutSeconds,
+		Stdout:              Stream{Bytes: r.Stdout.Produced, DiscardedBytes: r.Stdout.Discarded, Truncated: r.Stdout.Truncated},
+		Stderr:              Stream{Bytes: r.Stderr.Produced, DiscardedBytes: r.Stderr.Discarded, Truncated: r.Stderr.Truncated},
+		RedactionCount:      r.RedactionCount,
+		PinnedScripts:       []PinnedScript{},
+		CredentialsInjected: []string{},
+		Egress:              Egress{Allowed: r.EgressAllowed, Denied: r.EgressDenied, DeniedHosts: []string{}},
+		LimitsEnforced:      map[Limit]LimitEnforcement{},
+	}
+	if r.SandboxMode != nil {
+		m := *r.SandboxMode
+		x.SandboxMode = &m
+	}
+	if r.Status == govern.StatusCompleted {
+		code := r.ExitCode
+		x.ExitCode = &code
+	}
+	if r.Status.Started() {
+		h := sha256.New()
+		h.Write(r.Stdout.Redacted)
+		h.Write(r.Stderr.Redacted)
+		x.OutputSHA256 = hex.EncodeToString(h.Sum(nil))
+		x.OutputBytes = int64(len(r.Stdout.Redacted) + len(r.Stderr.Redacted))
+	}
+	for _, p := range r.Pins {
+		x.PinnedScripts = append(x.PinnedScripts, PinnedScript{Path: s.scrub(p.Path), SHA256: p.SHA256, Size: p.Size, PinMethod: r.PinMethod})
+	}
+	x.CredentialsInjected = append(x.CredentialsInjected, r.CredentialsInjected...)
+	slices.Sort(x.CredentialsInjected)
+	x.CredentialsInjected = slices.Compact(x.CredentialsInjected)
+	seen := map[string]bool{}
+	for _, h := range r.DeniedHosts {
+		if len(x.Egress.DeniedHosts) == MaxDeniedHosts {
+			break
+		}
+		if h = s.scrub(h); !seen[h] {
+			seen[h] = true
+			x.Egress.DeniedHosts = append(x.Egress.DeniedHosts, h)
+		}
+	}
+	// A denied count below the hosts listed would be a lie in the other
+	// direction; the proxy's count is authoritative otherwise.
+	x.Egress.Denied = max(x.Egress.Denied, len(x.Egress.DeniedHosts))
+	for _, l := range Limits() {
+		x.LimitsEnforced[l] = r.Limits[l] // missing: {false, ""}
+	}
+	return x
+}
+
+// scrubber replaces every form of every credential value with its marker,
+// with the same redactor that cleans command output.
+type scrubber struct{ r *dlp.Redactor }
+
+func newScrubber(secrets map[string]string) scrubber {
+	var list []dlp.Secret
+	for id, v := range secrets {
+		// Shorter values are refused where credentials are configured.
+		if len(v) >= dlp.MinSecretBytes {
+			list = append(list, dlp.Secret{ID: id, Value: v})
+		}
+	}
+	if len(list) == 0 {
+		return scrubber{}
+	}
+	slices.SortFunc(list, func(a, b dlp.Secret) int { return strings.Compare(a.ID, b.ID) })
+	r, err := dlp.NewRedactor(list)
+	if err != nil {
+		return scrubber{}
+	}
+	return scrubber{r}
+}
+
+func (s scrubber) scrub(v string) string {
+	if s.r == nil || v == "" {
+		return v
+	}
+	out, _ := s.r.Redact([]byte(v))
+	return string(out)
+}
+
+func (s scrubber) scrubAll(vs []string) []string {
+	if vs == nil {
+		return nil
+	}
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = s.scrub(v)
+	}
+	return out
+}

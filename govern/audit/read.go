@@ -1,0 +1,128 @@
+package audit
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/mitrity/mitrity/govern"
+)
+
+// Filter selects events for `audit list`. A zero field matches everything.
+type Filter struct {
+	SandboxMode string // a sandbox_mode word; matches only cards stamped with it
+	Status      string // a status word; matches only cards with it
+	Agent       string
+	Since       time.Time // events at or after
+}
+
+// Validate refuses words outside the vocabularies, so a misspelt
+// --sandbox-mode is an error rather than an empty list.
+func (f Filter) Validate() error {
+	var errs []error
+	if f.SandboxMode != "" {
+		if _, err := govern.ParseSandboxMode(f.SandboxMode); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if f.Status != "" {
+		if _, err := govern.ParseStatus(f.Status); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Match reports whether ev passes the filter.
+func (f Filter) Match(ev *Event) bool {
+	x := ev.Data.Execution
+	switch {
+	case f.Agent != "" && ev.Data.Agent != f.Agent:
+		return false
+	case !f.Since.IsZero() && ev.Time.Before(f.Since):
+		return false
+	case f.SandboxMode != "" && (x == nil || x.SandboxMode == nil || x.SandboxMode.String() != f.SandboxMode):
+		return false
+	case f.Status != "" && (x == nil || x.Status.String() != f.Status):
+		return false
+	}
+	return true
+}
+
+// LineError is a line of the audit file that is not a valid event: a line
+// torn by a crash mid-write, or one edited by hand.
+type LineError struct {
+	Line int
+	Err  error
+}
+
+func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
+func (e *LineError) Unwrap() error { return e.Err }
+
+// ReadAll returns the events of the file at path that match f, in file
+// order. A line that does not parse does not hide the rest: its LineError is
+// joined into the returned error and the good events are still returned,
+// so `audit list` can show the trail and say which lines are damaged.
+func ReadAll(path string, f Filter) ([]*Event, error) {
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("audit log: %w", err)
+	}
+	defer file.Close()
+	return Read(file, f)
+}
+
+// Read is ReadAll over any reader.
+func Read(r io.Reader, f Filter) ([]*Event, error) {
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
+	var (
+		events []*Event
+		errs   []error
+		br     = bufio.NewReader(r)
+	)
+	for n := 1; ; n++ {
+		line, rerr := br.ReadBytes('\n')
+		if line = bytes.TrimSpace(line); len(line) > 0 {
+			ev := new(Event)
+			if err := json.Unmarshal(line, ev); err != nil {
+				errs = append(errs, &LineError{n, err})
+			} else if err := ev.Validate(); err != nil {
+				errs = append(errs, &LineError{n, err})
+			} else if f.Match(ev) {
+				events = append(events, ev)
+			}
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			errs = append(errs, fmt.Errorf("audit log: %w", rerr))
+			break
+		}
+	}
+	return events, errors.Join(errs...)
+}
+
+// Find returns the event with the given id (for `audit show`).
+func Find(path, id string) (*Event, error) {
+	events, err := ReadAll(path, Filter{})
+	for _, ev := range events {
+		if ev.ID == id {
+			return ev, nil
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("event %s not found; the log has damaged lines: %w", id, err)
+	}
+	return nil, fmt.Errorf("event %s not found in %s", id, path)
+}
