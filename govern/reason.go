@@ -30,6 +30,40 @@ const (
 	ReasonSpawnError       Reason = "spawn_error"
 )
 
+// ReasonPolicyRule: a CEL policy rule decided (deny, hold, ask or allow), or
+// a rule could not be evaluated and the call was denied (fail closed). The
+// decision's Rule names the rule.
+const ReasonPolicyRule Reason = "policy_rule"
+
+// Reasons the pipeline's other stages give.
+const (
+	// ReasonToolPermission: the profile's tool_permissions deny (or ask for)
+	// the action type.
+	ReasonToolPermission Reason = "tool_permission"
+	// ReasonPromptInjection: the injection scanner hit on the arguments or
+	// stdin.
+	ReasonPromptInjection Reason = "prompt_injection"
+	// ReasonThreatIntel: a host, script hash or command pattern is on the
+	// local threat-intel feed.
+	ReasonThreatIntel Reason = "threat_intel"
+	// ReasonHoldDenied and ReasonHoldExpired end a held call that nobody
+	// approved.
+	ReasonHoldDenied  Reason = "hold_denied"
+	ReasonHoldExpired Reason = "hold_expired"
+	// ReasonDLPArgument: a DLP detector the agent is bound to hit on the
+	// arguments or stdin.
+	ReasonDLPArgument Reason = "dlp_argument"
+	// ReasonCredentialNotGranted: the call references a credential the
+	// agent holds no grant for (or that is not configured).
+	ReasonCredentialNotGranted Reason = "credential_not_granted"
+	// ReasonInvalidArgument: a tool argument breaks its documented bounds
+	// (env key not settable, stdin too large, bad cwd).
+	ReasonInvalidArgument Reason = "invalid_argument"
+	// ReasonAuditUnavailable: the audit event could not be written, so
+	// nothing runs.
+	ReasonAuditUnavailable Reason = "audit_unavailable"
+)
+
 func (r Reason) String() string { return string(r) }
 
 // CredentialDir is where, inside the sandbox, credential files are
