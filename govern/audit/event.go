@@ -237,9 +237,13 @@ type PinMethod string
 const (
 	PinBind PinMethod = "bind"
 	PinCopy PinMethod = "copy"
+	// PinVerify: no kernel sandbox (mode none), so the bytes could not be
+	// bound; the script was re-hashed immediately before the start and a
+	// change stopped the run.
+	PinVerify PinMethod = "verify"
 )
 
-var pinMethods = []PinMethod{PinBind, PinCopy}
+var pinMethods = []PinMethod{PinBind, PinCopy, PinVerify}
 
 // Limit names a resource bound on the card.
 type Limit string

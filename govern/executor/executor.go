@@ -196,7 +196,20 @@ func buildEnv(p *plan.Plan, creds map[string]string) (env []string, injected []s
 				cleanup()
 				return nil, nil, func() {}, fmt.Errorf("credential %s was not fetched", id)
 			}
-			if err := os.WriteFile(filepath.Join(dir, name), []byte(v), 0o400); err != nil {
+			f := filepath.Join(dir, name)
+			if err := os.WriteFile(f, []byte(v), 0o400); err != nil {
+				cleanup()
+				return nil, nil, func() {}, err
+			}
+			if u := p.RunAs(); u != nil {
+				if err := os.Chown(f, int(u.UID), int(u.GID)); err != nil {
+					cleanup()
+					return nil, nil, func() {}, err
+				}
+			}
+		}
+		if u := p.RunAs(); u != nil {
+			if err := os.Chown(dir, int(u.UID), int(u.GID)); err != nil {
 				cleanup()
 				return nil, nil, func() {}, err
 			}
@@ -239,6 +252,10 @@ func (e *Executor) start(ctx context.Context, p *plan.Plan, env []string, r Resu
 	// Its own process group, so a timeout reaches every process it started;
 	// and dead with the gateway.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if u := p.RunAs(); u != nil {
+		// A root gateway never runs an agent's command as root.
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: []uint32{}}
+	}
 	started := time.Now()
 	if err := cmd.Start(); err != nil {
 		outR.Close()

@@ -233,3 +233,31 @@ func TestKilledBySignal(t *testing.T) {
 	assert.Equal(t, r.Status, govern.StatusKilled)
 	assert.Assert(t, r.ExitCode == nil)
 }
+
+func TestRunAs(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to change user")
+	}
+	t.Parallel()
+	// Every directory on the way must be traversable by the other user.
+	base := t.TempDir()
+	assert.NilError(t, os.Chmod(filepath.Dir(base), 0o755))
+	assert.NilError(t, os.Chmod(base, 0o755))
+	dir := filepath.Join(base, "ws")
+	assert.NilError(t, os.Mkdir(dir, 0o777))
+	assert.NilError(t, os.Chmod(dir, 0o777))
+	credDir := filepath.Join(base, "cred")
+	p := newPlan(t, func(s *spec) {
+		s.Cwd, s.WorkspaceRoots = dir, []string{dir}
+		s.RunAs = &plan.User{UID: 65534, GID: 65534, Name: "nobody"}
+		s.CredentialFiles, s.CredentialDir = map[string]string{"k": "kid"}, credDir
+		s.Command = `id -u; id -g; cat "$MITRITY_CRED_DIR/k"; touch /root/.mitrity-runas-test 2>/dev/null && echo WROTE`
+	})
+	r, out, errs := run(t, New(1), p, map[string]string{"kid": "value-for-nobody"})
+	assert.Equal(t, r.Status, govern.StatusCompleted, "%s %s", errs, r.Message)
+	assert.Equal(t, out, "65534\n65534\nvalue-for-nobody")
+	_, err := os.Stat("/root/.mitrity-runas-test")
+	assert.Check(t, os.IsNotExist(err))
+	_, err = plan.New(spec{Shell: "/bin/sh", Dialect: shell.DialectSh, CommandSHA256: "x", Cwd: "/", Timeout: time.Second, OutputMaxBytes: 1, RunAs: &plan.User{UID: 0}})
+	assert.ErrorContains(t, err, "never run as root")
+}

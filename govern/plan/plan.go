@@ -41,6 +41,15 @@ type Spec struct {
 	Egress          []string // the destination allowlist
 	SandboxRequired bool
 	OutputMaxBytes  int64
+	// RunAs is the unprivileged user the command runs as when the gateway
+	// runs as root; nil runs it as the gateway's own user.
+	RunAs *User
+}
+
+// User is a uid and gid to run as.
+type User struct {
+	UID, GID uint32
+	Name     string
 }
 
 // Plan is one immutable execution plan.
@@ -81,6 +90,13 @@ func New(spec Spec) (*Plan, error) {
 	}
 	c.Stdin = slices.Clone(spec.Stdin)
 	c.Egress = slices.Clone(spec.Egress)
+	if spec.RunAs != nil {
+		if spec.RunAs.UID == 0 {
+			return nil, fmt.Errorf("plan: commands never run as root (run_as %s has uid 0)", spec.RunAs.Name)
+		}
+		u := *spec.RunAs
+		c.RunAs = &u
+	}
 	return &Plan{s: c}, nil
 }
 
@@ -101,6 +117,15 @@ func (p *Plan) Stdin() []byte                      { return slices.Clone(p.s.Std
 func (p *Plan) Egress() []string                   { return slices.Clone(p.s.Egress) }
 func (p *Plan) SandboxRequired() bool              { return p.s.SandboxRequired }
 func (p *Plan) OutputMaxBytes() int64              { return p.s.OutputMaxBytes }
+
+// RunAs is the user the command runs as; nil for the gateway's own user.
+func (p *Plan) RunAs() *User {
+	if p.s.RunAs == nil {
+		return nil
+	}
+	u := *p.s.RunAs
+	return &u
+}
 
 // Pins returns copies of the pinned scripts, bytes included.
 func (p *Plan) Pins() []shell.Pin {

@@ -1,0 +1,422 @@
+// Package pipeline decides one call: the stages run in the spec's order —
+// tool permission, injection, threat intel, command analysis, policy
+// rules, hold, DLP on arguments, credential brokering — and any of them can
+// stop it with a machine-readable reason. There is no ML stage: the
+// product has none, and a stage that always allows would be a check that
+// cannot fail.
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/mitrity/mitrity/govern"
+	"github.com/mitrity/mitrity/govern/config"
+	"github.com/mitrity/mitrity/govern/dlp"
+	"github.com/mitrity/mitrity/govern/hold"
+	"github.com/mitrity/mitrity/govern/inject"
+	"github.com/mitrity/mitrity/govern/policy"
+	"github.com/mitrity/mitrity/govern/rules"
+	"github.com/mitrity/mitrity/govern/shell"
+)
+
+// Intel is the threat-intel check the pipeline needs: matches for the
+// judged text, the hosts it names and the pinned scripts' hashes, each a
+// short description.
+type Intel interface {
+	Match(text string, hosts, hashes []string) []string
+}
+
+// Pipeline holds what the stages consult. Build it with New; it is safe for
+// concurrent use.
+type Pipeline struct {
+	cfg    *config.Config
+	pol    *policy.Policy
+	rules  map[string]*rules.Set // per profile name
+	dlp    map[string]dlp.Bindings
+	holds  *hold.Queue
+	intel  Intel // nil: no feed configured
+	stages []stage
+	// Home is the HOME commands run with (the executor sets it).
+	home string
+}
+
+// Option configures a Pipeline.
+type Option func(*Pipeline)
+
+// WithIntel adds a threat-intel feed.
+func WithIntel(i Intel) Option { return func(p *Pipeline) { p.intel = i } }
+
+// WithHolds sets the approval queue held calls wait in.
+func WithHolds(q *hold.Queue) Option { return func(p *Pipeline) { p.holds = q } }
+
+// New compiles every profile's rules and DLP bindings: a policy that does
+// not compile is refused here, at load, not call by call.
+func New(cfg *config.Config, pol *policy.Policy, home string, opts ...Option) (*Pipeline, error) {
+	p := &Pipeline{cfg: cfg, pol: pol, rules: map[string]*rules.Set{}, dlp: map[string]dlp.Bindings{}, holds: hold.New(), home: home}
+	for _, o := range opts {
+		o(p)
+	}
+	names := make([]string, 0, len(pol.Profiles))
+	for name := range pol.Profiles {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		prof := pol.Profiles[name]
+		var rs []rules.Rule
+		for _, r := range prof.Rules {
+			rs = append(rs, rules.Rule{Name: r.Name, When: r.When, Action: r.Action.String(), Message: r.Message})
+		}
+		set, err := rules.Compile(rs)
+		if err != nil {
+			return nil, fmt.Errorf("profile %s: %w", name, err)
+		}
+		p.rules[name] = set
+		b, err := dlp.Bind(prof.DLP.Bindings)
+		if err != nil {
+			return nil, fmt.Errorf("profile %s: dlp: %w", name, err)
+		}
+		p.dlp[name] = b
+	}
+	p.stages = []stage{
+		{"tool_permission", toolPermission},
+		{"injection", injection},
+		{"threat_intel", threatIntel},
+		{"command_analysis", commandAnalysis},
+		{"policy_rules", policyRules},
+		{"hold", holdStage},
+		{"dlp_arguments", dlpArguments},
+		{"credentials", credentials},
+	}
+	return p, nil
+}
+
+// Holds is the approval queue (the gateway serves it on its admin socket).
+func (p *Pipeline) Holds() *hold.Queue { return p.holds }
+
+// State is everything the stages learned about one call.
+type State struct {
+	Call    govern.Call
+	Agent   policy.Agent
+	Profile policy.Profile
+	// Cwd is the resolved working directory; WorkspaceRoots and
+	// InspectionRoots the profile's, resolved against exec.default_cwd.
+	Cwd             string
+	WorkspaceRoots  []string
+	InspectionRoots []string
+	Timeout         time.Duration
+	Analysis        *shell.Analysis
+	// Pending is the strictest hold or ask any stage asked for; the hold
+	// stage enacts it.
+	Pending govern.Decision
+	// Findings are what the stages saw, for the audit event.
+	Injection  []inject.Finding
+	IntelHits  []string
+	RuleHits   []rules.Match
+	DLPHits    []dlp.Hit
+	WouldDeny  []govern.Decision // monitor mode
+	HoldVerdict *hold.Verdict
+	// Credentials are the credential ids the execution injects:
+	// CredentialEnv maps variable -> id, CredentialFiles file -> id.
+	CredentialEnv   map[string]string
+	CredentialFiles map[string]string
+}
+
+type stage struct {
+	name string
+	run  func(ctx context.Context, p *Pipeline, st *State) govern.Decision
+}
+
+// Decide runs every stage in order. A Deny stops the call; the returned
+// decision is the final one (Allow when every stage let it through).
+func (p *Pipeline) Decide(ctx context.Context, call govern.Call) (*State, govern.Decision) {
+	agent, prof := p.pol.ForAgent(call.Agent)
+	st := &State{Call: call, Agent: agent, Profile: prof}
+	if prof.Name == "" {
+		return st, deny("policy", govern.ReasonToolPermission, fmt.Sprintf("agent %q has no profile in the policy", call.Agent))
+	}
+	for _, s := range p.stages {
+		d := s.run(ctx, p, st)
+		if d.Stage == "" {
+			d.Stage = s.name
+		}
+		switch d.Outcome {
+		case govern.Deny:
+			return st, d
+		case govern.Hold, govern.Ask:
+			if d.Outcome > st.Pending.Outcome {
+				st.Pending = d
+			}
+		}
+	}
+	return st, govern.Decision{Outcome: govern.Allow}
+}
+
+func deny(stage string, reason govern.Reason, msg string) govern.Decision {
+	return govern.Decision{Outcome: govern.Deny, Reason: reason, Stage: stage, Message: msg}
+}
+
+var allow = govern.Decision{Outcome: govern.Allow}
+
+// toolPermission: the first tool_permissions entry whose pattern matches
+// the action type decides; none matching allows.
+func toolPermission(_ context.Context, _ *Pipeline, st *State) govern.Decision {
+	for _, tp := range st.Profile.ToolPermissions {
+		if !tp.Matches(st.Call.ActionType) {
+			continue
+		}
+		switch tp.Action {
+		case govern.Deny:
+			return deny("tool_permission", govern.ReasonToolPermission,
+				fmt.Sprintf("profile %s does not permit %s (tool_permissions: %s)", st.Profile.Name, st.Call.ActionType, tp.Pattern))
+		case govern.Ask:
+			return govern.Decision{Outcome: govern.Ask, Reason: govern.ReasonToolPermission,
+				Message: fmt.Sprintf("profile %s asks before %s (tool_permissions: %s)", st.Profile.Name, st.Call.ActionType, tp.Pattern)}
+		}
+		return allow
+	}
+	return allow
+}
+
+// injection scans the command, the env values and stdin.
+func injection(_ context.Context, _ *Pipeline, st *State) govern.Decision {
+	if st.Profile.Injection.Mode == policy.InjectionOff {
+		return allow
+	}
+	texts := []string{st.Call.Command, string(st.Call.Stdin)}
+	for _, k := range sortedKeys(st.Call.Env) {
+		texts = append(texts, st.Call.Env[k])
+	}
+	for _, t := range texts {
+		st.Injection = append(st.Injection, inject.Scan(t)...)
+	}
+	if len(st.Injection) == 0 {
+		return allow
+	}
+	f := st.Injection[0]
+	msg := fmt.Sprintf("the call looks like a prompt injection (%s: %s); it was not run", f.Kind, f.Detail)
+	if st.Profile.Injection.Mode == policy.InjectionHold {
+		return govern.Decision{Outcome: govern.Hold, Reason: govern.ReasonPromptInjection, Message: msg + " until a person approves it"}
+	}
+	return deny("injection", govern.ReasonPromptInjection, msg)
+}
+
+// threatIntel runs after the analysis is needed for hosts and hashes, so
+// it analyses lazily; see commandAnalysis for the analysis itself.
+func threatIntel(ctx context.Context, p *Pipeline, st *State) govern.Decision {
+	if p.intel == nil {
+		return allow
+	}
+	a := p.analyse(st)
+	if a == nil || a.Denial != nil {
+		return allow // command analysis reports it next
+	}
+	var hashes []string
+	for _, pin := range a.Pins {
+		hashes = append(hashes, pin.SHA256)
+	}
+	st.IntelHits = p.intel.Match(a.Text, hostsOf(a), hashes)
+	if len(st.IntelHits) > 0 {
+		return deny("threat_intel", govern.ReasonThreatIntel, "the command matches the threat-intel feed: "+strings.Join(st.IntelHits, "; "))
+	}
+	return allow
+}
+
+// commandAnalysis is mandatory for shell:execute; its denials
+// (credential_in_argv, parse_error, invalid_input, cwd_outside_workspace)
+// are hard: no knob relaxes them.
+func commandAnalysis(_ context.Context, p *Pipeline, st *State) govern.Decision {
+	if st.Profile.CommandAnalysisMode == policy.AnalysisOff {
+		return deny("command_analysis", govern.ReasonCommandAnalysisOff,
+			"the governed shell needs command analysis, and profile "+st.Profile.Name+" turns it off (command_analysis_mode: off)")
+	}
+	if d, ok := p.resolveCwd(st); !ok {
+		return d
+	}
+	a := p.analyse(st)
+	if a.Denial != nil {
+		return govern.Decision{Outcome: govern.Deny, Reason: a.Denial.Reason, Stage: "command_analysis", Message: a.Denial.Message}
+	}
+	return allow
+}
+
+// resolveCwd resolves the call's cwd against exec.default_cwd; after
+// symlinks it must be a directory inside a workspace root.
+func (p *Pipeline) resolveCwd(st *State) (govern.Decision, bool) {
+	if st.Cwd != "" {
+		return allow, true
+	}
+	def := p.cfg.Exec.DefaultCwd
+	st.WorkspaceRoots = st.Profile.WorkspaceRoots.Resolve(def)
+	st.InspectionRoots = st.Profile.ScriptInspectionRoots.Resolve(def)
+	cwd := st.Call.Cwd
+	if cwd == "" {
+		cwd = def
+	} else if !filepath.IsAbs(cwd) {
+		cwd = filepath.Join(def, cwd)
+	}
+	real, err := filepath.EvalSymlinks(cwd)
+	if err != nil {
+		return deny("command_analysis", govern.ReasonCwdOutsideWorkspace, fmt.Sprintf("cwd %s: %v", cwd, err)), false
+	}
+	if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
+		return deny("command_analysis", govern.ReasonCwdOutsideWorkspace, fmt.Sprintf("cwd %s is not a directory", cwd)), false
+	}
+	for _, root := range st.WorkspaceRoots {
+		rr, err := filepath.EvalSymlinks(root)
+		if err != nil {
+			continue
+		}
+		if rel, err := filepath.Rel(rr, real); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+			st.Cwd = real
+			return allow, true
+		}
+	}
+	return deny("command_analysis", govern.ReasonCwdOutsideWorkspace,
+		fmt.Sprintf("cwd %s resolves to %s, which is outside every workspace root (%s); use a directory inside one", cwd, real, strings.Join(st.WorkspaceRoots, ", "))), false
+}
+
+// analyse runs the analyzer once per call.
+func (p *Pipeline) analyse(st *State) *shell.Analysis {
+	if st.Analysis != nil {
+		return st.Analysis
+	}
+	if _, ok := p.resolveCwd(st); !ok {
+		return nil
+	}
+	credVars := slices.Sorted(mapsKeys(p.cfg.Exec.Credentials.Env))
+	st.Analysis = shell.Analyze(shell.Input{
+		Text:            st.Call.Command,
+		Dialect:         shell.Dialect(p.cfg.Exec.Dialect()),
+		Cwd:             st.Cwd,
+		Path:            filepath.SplitList(DefaultPath),
+		Home:            p.home,
+		InspectionRoots: st.InspectionRoots,
+		WritableRoots:   st.WorkspaceRoots,
+		CredentialVars:  credVars,
+		CredentialDir:   govern.CredentialDir,
+		Stdin:           st.Call.Stdin,
+	})
+	return st.Analysis
+}
+
+// DefaultPath is the PATH commands run with.
+const DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// policyRules evaluates every rule of the profile. In monitor mode their
+// holds and denials are recorded as would_deny and the call goes on.
+func policyRules(_ context.Context, p *Pipeline, st *State) govern.Decision {
+	in := rules.InputFrom(st.Call, st.Analysis)
+	in.Cwd = st.Cwd
+	in.Home = p.home
+	d, matches := p.rules[st.Profile.Name].Evaluate(in)
+	st.RuleHits = matches
+	d.Stage = "policy_rules"
+	if st.Profile.CommandAnalysisMode == policy.AnalysisMonitor && d.Outcome != govern.Allow {
+		st.WouldDeny = append(st.WouldDeny, d)
+		return allow
+	}
+	return d
+}
+
+// holdStage enacts the strictest hold or ask an earlier stage asked for:
+// the call waits in the approval queue until a person answers or the
+// profile's hold timeout expires (a denial).
+func holdStage(ctx context.Context, p *Pipeline, st *State) govern.Decision {
+	if st.Pending.Outcome != govern.Hold && st.Pending.Outcome != govern.Ask {
+		return allow
+	}
+	timeout := time.Duration(st.Profile.Hold.TimeoutSeconds) * time.Second
+	v := p.holds.Wait(ctx, hold.Pending{
+		Agent: st.Call.Agent, Command: st.Call.Command, Cwd: st.Cwd,
+		Rule: st.Pending.Rule, Reason: string(st.Pending.Reason), Message: st.Pending.Message,
+	}, timeout)
+	st.HoldVerdict = &v
+	switch {
+	case v.Outcome == govern.Allow:
+		return allow
+	case v.Expired:
+		return deny("hold", govern.ReasonHoldExpired, fmt.Sprintf("held (%s) and not approved within %s; it did not run", st.Pending.Message, timeout))
+	default:
+		return deny("hold", govern.ReasonHoldDenied, fmt.Sprintf("held (%s) and denied by %s; it did not run", st.Pending.Message, v.By))
+	}
+}
+
+// dlpArguments runs the agent's DLP bindings over the command, env values
+// and stdin: a secret written into the arguments is refused.
+func dlpArguments(_ context.Context, p *Pipeline, st *State) govern.Decision {
+	b := p.dlp[st.Profile.Name]
+	texts := []string{st.Call.Command, string(st.Call.Stdin)}
+	for _, k := range sortedKeys(st.Call.Env) {
+		texts = append(texts, st.Call.Env[k])
+	}
+	for _, t := range texts {
+		st.DLPHits = append(st.DLPHits, b.Scan(t)...)
+	}
+	if len(st.DLPHits) == 0 {
+		return allow
+	}
+	return deny("dlp_arguments", govern.ReasonDLPArgument,
+		fmt.Sprintf("the call's arguments contain a secret (%s); reference a granted credential as ${credential:<id>} instead of writing its value", st.DLPHits[0].Detector))
+}
+
+// credentials checks grants: every credential the call references must be
+// configured and granted to the agent (a denial names the id, never a
+// value). Operator mappings apply only for granted credentials. Values are
+// fetched later, at execution.
+func credentials(_ context.Context, p *Pipeline, st *State) govern.Decision {
+	granted := map[string]bool{}
+	for _, id := range st.Agent.Credentials {
+		granted[id] = true
+	}
+	st.CredentialEnv, st.CredentialFiles = map[string]string{}, map[string]string{}
+	var refs []string
+	if st.Analysis != nil {
+		refs = append(refs, st.Analysis.Credentials...)
+	}
+	for _, k := range sortedKeys(st.Call.Env) {
+		_, ids := shell.RewriteCredentials(st.Call.Env[k])
+		refs = append(refs, ids...)
+	}
+	for _, id := range refs {
+		if _, ok := p.cfg.Credentials[id]; !ok {
+			return deny("credentials", govern.ReasonCredentialNotGranted, fmt.Sprintf("credential %s is not configured on this gateway", id))
+		}
+		if !granted[id] {
+			return deny("credentials", govern.ReasonCredentialNotGranted, fmt.Sprintf("agent %s holds no grant for credential %s", st.Call.Agent, id))
+		}
+		st.CredentialEnv[shell.CredentialVar(id)] = id
+	}
+	for name, ref := range p.cfg.Exec.Credentials.Env {
+		if id := ref.ID(); granted[id] {
+			st.CredentialEnv[name] = id
+		}
+	}
+	for name, ref := range p.cfg.Exec.Credentials.Files {
+		if id := ref.ID(); granted[id] {
+			st.CredentialFiles[name] = id
+		}
+	}
+	return allow
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(mapsKeys(m))
+}
+
+func mapsKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}

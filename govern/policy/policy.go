@@ -1,0 +1,206 @@
+package policy
+
+import (
+	"path/filepath"
+	"strings"
+
+	"github.com/mitrity/mitrity/govern"
+	"github.com/mitrity/mitrity/govern/yamlfile"
+)
+
+// Policy is the validated policy file.
+type Policy struct {
+	// File is the file the policy was loaded from; EmbeddedName for Default.
+	File string
+	// DefaultAgent applies to every agent id not under Agents.
+	DefaultAgent Agent
+	Agents       map[string]Agent
+	Profiles     map[string]Profile
+
+	doc *yamlfile.Doc
+}
+
+// Agent is what one agent id is granted.
+type Agent struct {
+	// ID is the agent id; for the default agent, the id ForAgent was asked for.
+	ID string
+	// Default is true when the grants are default_agent's.
+	Default bool
+	// Profile names the agent's profile in Policy.Profiles.
+	Profile string
+	// Destinations is the egress allowlist in canonical form (see
+	// ParseDestination). Empty means no egress.
+	Destinations []string
+	// Credentials are the credential ids the agent may use.
+	Credentials []string
+}
+
+// Profile is one mission profile: how the governed shell treats the agents
+// that carry it.
+type Profile struct {
+	Name string
+	// SandboxRequired denies a command when no sandbox backend is available
+	// (sandbox_unavailable) instead of running it without isolation.
+	SandboxRequired bool
+	// ExecTimeoutSeconds is the wall-clock ceiling of one execution, itself
+	// capped by the config's exec.limits.max_timeout_seconds.
+	ExecTimeoutSeconds int
+	// BuiltinExecRouting is where a framework's own execution tool,
+	// admitted through the hook, actually runs.
+	BuiltinExecRouting Routing
+	// WorkspaceRoots are the only paths writable inside the sandbox.
+	WorkspaceRoots WorkspaceRoots
+	// ScriptInspectionRoots are where the analyzer may read scripts.
+	ScriptInspectionRoots InspectionRoots
+	CommandAnalysisMode   AnalysisMode
+	ToolPermissions       []ToolPermission
+	// Rules hold CEL text only; compiling them is the rules stage's job,
+	// with each rule's Where for its errors.
+	Rules     []Rule
+	Injection Injection
+	DLP       DLP
+	Hold      Hold
+	// ExtraDenyPaths are unreadable inside the sandbox, on top of the
+	// mandatory deny set.
+	ExtraDenyPaths []string
+}
+
+// Routing is builtin_exec_routing.
+type Routing string
+
+const (
+	RoutingFramework     Routing = "framework"      // the framework runs what it admitted
+	RoutingGovernedShell Routing = "governed_shell" // the hook rewrites it to the relay
+)
+
+// AnalysisMode is command_analysis_mode.
+type AnalysisMode string
+
+const (
+	AnalysisEnforce AnalysisMode = "enforce" // findings decide
+	AnalysisMonitor AnalysisMode = "monitor" // findings are logged as would_deny
+	AnalysisOff     AnalysisMode = "off"     // no analysis: shell:execute is denied command_analysis_off
+)
+
+// InjectionMode is what a prompt-injection hit does.
+type InjectionMode string
+
+const (
+	InjectionOff  InjectionMode = "off"
+	InjectionHold InjectionMode = "hold"
+	InjectionDeny InjectionMode = "deny"
+)
+
+// ToolPermission is one allow|deny|ask entry for the action types its
+// pattern matches.
+type ToolPermission struct {
+	// Pattern is an action type where '*' matches any run of characters:
+	// "shell:*", "shell:execute", "mcp:github__*", "*".
+	Pattern string
+	Action  govern.Outcome // Allow, Deny or Ask
+	Where   yamlfile.Loc
+}
+
+// Matches reports whether actionType matches the pattern.
+func (t ToolPermission) Matches(actionType string) bool { return glob(t.Pattern, actionType) }
+
+// glob matches '*' against any run of characters; no other character is
+// special. Backtracking only to the last star keeps it O(len*len).
+func glob(pattern, s string) bool {
+	p, i := 0, 0
+	star, mark := -1, 0
+	for i < len(s) {
+		switch {
+		case p < len(pattern) && pattern[p] == '*':
+			star, mark = p, i
+			p++
+		case p < len(pattern) && pattern[p] == s[i]:
+			p++
+			i++
+		case star >= 0:
+			p, mark = star+1, mark+1
+			i = mark
+		default:
+			return false
+		}
+	}
+	for p < len(pattern) && pattern[p] == '*' {
+		p++
+	}
+	return p == len(pattern)
+}
+
+// Rule is one policy rule: when the CEL expression When holds, Action.
+type Rule struct {
+	Name    string
+	When    string
+	Action  govern.Outcome
+	Message string
+	// Where locates When in the file, so a compile error names its line.
+	Where yamlfile.Loc
+}
+
+// Injection is the profile's injection block.
+type Injection struct{ Mode InjectionMode }
+
+// DLP is the profile's DLP block: detector names, checked by the DLP stage.
+type DLP struct{ Bindings []string }
+
+// Hold is the profile's hold block.
+type Hold struct {
+	// TimeoutSeconds is how long a held call waits before it expires to a
+	// denial.
+	TimeoutSeconds int
+}
+
+// WorkspacePlaceholder stands for exec.default_cwd in workspace_roots and
+// script_inspection_roots, as a whole entry or as the start of one
+// ("${workspace}/scripts").
+const WorkspacePlaceholder = "${workspace}"
+
+// WorkspaceRoots are the writable roots. A distinct type from
+// InspectionRoots so that neither can be passed, or derived, as the other.
+type WorkspaceRoots []string
+
+// Resolve expands the placeholder against defaultCwd. Empty means the single
+// root defaultCwd.
+func (r WorkspaceRoots) Resolve(defaultCwd string) []string {
+	if len(r) == 0 {
+		return []string{filepath.Clean(defaultCwd)}
+	}
+	return expand(r, defaultCwd)
+}
+
+// InspectionRoots are where the analyzer may read scripts at decision time.
+type InspectionRoots []string
+
+// Resolve expands the placeholder against defaultCwd. Empty means no root:
+// scripts are not read, and a command that runs one cannot be judged on it.
+func (r InspectionRoots) Resolve(defaultCwd string) []string {
+	if len(r) == 0 {
+		return nil
+	}
+	return expand(r, defaultCwd)
+}
+
+func expand(roots []string, cwd string) []string {
+	out := make([]string, len(roots))
+	for i, r := range roots {
+		if rest, ok := strings.CutPrefix(r, WorkspacePlaceholder); ok {
+			r = cwd + rest
+		}
+		out[i] = filepath.Clean(r)
+	}
+	return out
+}
+
+// ForAgent returns the agent's grants and its resolved profile; an id not
+// under agents gets default_agent's.
+func (p *Policy) ForAgent(id string) (Agent, Profile) {
+	a, ok := p.Agents[id]
+	if !ok {
+		a = p.DefaultAgent
+		a.ID, a.Default = id, true
+	}
+	return a, p.Profiles[a.Profile]
+}

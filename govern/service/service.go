@@ -1,0 +1,427 @@
+// Package service runs one call end to end — decide, plan, execute,
+// redact, audit, notify — so that every surface (the exec subcommand, the
+// MCP tool, the hook relay) takes the same code path.
+package service
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/mitrity/mitrity/govern"
+	"github.com/mitrity/mitrity/govern/audit"
+	"github.com/mitrity/mitrity/govern/config"
+	"github.com/mitrity/mitrity/govern/dlp"
+	"github.com/mitrity/mitrity/govern/executor"
+	"github.com/mitrity/mitrity/govern/notify"
+	"github.com/mitrity/mitrity/govern/pipeline"
+	"github.com/mitrity/mitrity/govern/plan"
+	"github.com/mitrity/mitrity/govern/policy"
+	"github.com/mitrity/mitrity/govern/shell"
+)
+
+// MaxEnvKeys bounds a call's env argument.
+const MaxEnvKeys = 32
+
+// Service runs calls. Build it with New.
+type Service struct {
+	cfg      *config.Config
+	pipe     *pipeline.Pipeline
+	exec     *executor.Executor
+	audit    *audit.Writer
+	notifier *notify.Notifier
+	builder  audit.Builder
+	log      zerolog.Logger
+	home     string
+	runAs    *plan.User
+	// backendReason says why no kernel sandbox backend runs commands on
+	// this host; every call stamps unavailable_denied or none with it.
+	backendReason string
+}
+
+// Deps are the parts a Service is built from.
+type Deps struct {
+	Config   *config.Config
+	Pipeline *pipeline.Pipeline
+	Executor *executor.Executor
+	Audit    *audit.Writer
+	Notifier *notify.Notifier
+	Logger   zerolog.Logger
+	// Home is HOME for commands.
+	Home string
+	// RunAs is the user commands run as (a root gateway); nil: the
+	// gateway's own.
+	RunAs *plan.User
+}
+
+// New returns a Service.
+func New(d Deps) *Service {
+	return &Service{cfg: d.Config, pipe: d.Pipeline, exec: d.Executor, audit: d.Audit, notifier: d.Notifier,
+		log: d.Logger, home: d.Home, runAs: d.RunAs,
+		backendReason: "the kernel sandbox backend (bubblewrap) is not integrated in this build of the gateway"}
+}
+
+// Structured is the machine-readable part of a result: the MCP tool's
+// structuredContent.
+type Structured struct {
+	ExitCode       *int   `json:"exit_code"`
+	DurationMs     int64  `json:"duration_ms"`
+	TimeoutSeconds int    `json:"timeout_seconds"`
+	TimedOut       bool   `json:"timed_out"`
+	Truncated      bool   `json:"truncated"`
+	SandboxMode    string `json:"sandbox_mode,omitempty"`
+	RedactionCount int    `json:"redaction_count"`
+	// Reason (closed vocabulary) and Status explain a denial or a run that
+	// did not complete.
+	Reason  string `json:"reason,omitempty"`
+	Status  string `json:"status,omitempty"`
+	EventID string `json:"event_id,omitempty"`
+}
+
+// Result is what the agent sees.
+type Result struct {
+	// Stdout and Stderr are redacted and truncated; Text is the content
+	// shown to the agent (stdout, then stderr clearly separated, or the
+	// denial).
+	Stdout, Stderr string
+	Text           string
+	IsError        bool
+	Structured     Structured
+	Decision       govern.Decision
+	Status         govern.Status // zero when nothing was attempted
+}
+
+// ExitCode maps a result to the relay's exit codes: the command's own;
+// 124 timed out; 126 denied or could not start; 137 killed.
+func (r Result) ExitCode() int {
+	switch r.Status {
+	case govern.StatusCompleted:
+		if r.Structured.ExitCode != nil {
+			return *r.Structured.ExitCode
+		}
+	case govern.StatusTimedOut:
+		return 124
+	case govern.StatusKilled:
+		return 137
+	}
+	return 126
+}
+
+// Call runs one call.
+func (s *Service) Call(ctx context.Context, call govern.Call) Result {
+	call.ActionType, call.Tool = govern.ActionShellExecute, govern.ToolShellExecute
+	if d, ok := s.checkArguments(call); !ok {
+		return s.denied(ctx, call, nil, d)
+	}
+	st, d := s.pipe.Decide(ctx, call)
+	if d.Outcome == govern.Deny {
+		return s.denied(ctx, call, st, d)
+	}
+	return s.execute(ctx, st)
+}
+
+// checkArguments enforces the tool's argument bounds before anything else.
+func (s *Service) checkArguments(call govern.Call) (govern.Decision, bool) {
+	bad := func(msg string) (govern.Decision, bool) {
+		return govern.Decision{Outcome: govern.Deny, Reason: govern.ReasonInvalidArgument, Stage: "arguments", Message: msg}, false
+	}
+	if !s.cfg.Exec.Enabled {
+		return bad("the governed shell is disabled on this gateway (exec.enabled: false)")
+	}
+	if int64(len(call.Stdin)) > s.cfg.Exec.Limits.StdinMaxBytes {
+		return bad(fmt.Sprintf("stdin is %d bytes; the limit is %d (exec.limits.stdin_max_bytes)", len(call.Stdin), s.cfg.Exec.Limits.StdinMaxBytes))
+	}
+	if len(call.Env) > MaxEnvKeys {
+		return bad(fmt.Sprintf("env has %d keys; at most %d", len(call.Env), MaxEnvKeys))
+	}
+	settable := map[string]bool{}
+	for _, k := range s.cfg.Exec.Env.AgentSettable {
+		settable[k] = true
+	}
+	for _, k := range sortedKeys(call.Env) {
+		if !settable[k] {
+			return bad(fmt.Sprintf("env key %s is not in exec.env.agent_settable; the agent may set only %s", k, listOr(s.cfg.Exec.Env.AgentSettable, "no variables")))
+		}
+		v := call.Env[k]
+		if strings.Contains(v, "${credential:") {
+			if _, ids := shell.RewriteCredentials(v); len(ids) != 1 || "${credential:"+ids[0]+"}" != v {
+				return bad(fmt.Sprintf("env %s: a value is either plain text or exactly one ${credential:<id>} reference", k))
+			}
+		}
+	}
+	if call.TimeoutSeconds < 0 {
+		return bad("timeout_seconds must be at least 1")
+	}
+	return govern.Decision{}, true
+}
+
+// denied audits a denial and returns it as the agent sees it.
+func (s *Service) denied(ctx context.Context, call govern.Call, st *pipeline.State, d govern.Decision) Result {
+	rec := audit.Record{Call: call, Decision: d}
+	if st != nil {
+		rec.Analysis = st.Analysis
+	}
+	id := s.write(rec)
+	text := fmt.Sprintf("denied (%s): %s", d.Reason, d.Message)
+	return Result{Text: text, IsError: true, Decision: d,
+		Structured: Structured{Reason: string(d.Reason), EventID: id}}
+}
+
+// write audits rec; an event that cannot be written is logged (and counted
+// by the writer) so the operator hears of it.
+func (s *Service) write(rec audit.Record) string {
+	ev, err := s.builder.Build(rec)
+	if err != nil {
+		s.log.Error().Err(err).Msg("audit event could not be built")
+		return ""
+	}
+	audit.LogDecision(s.log, ev)
+	if s.audit != nil {
+		if err := s.audit.Write(ev); err != nil {
+			s.log.Error().Err(err).Str("event_id", ev.ID).Msg("audit event could not be written")
+		}
+	}
+	return ev.ID
+}
+
+// mode chooses the sandbox mode for a call.
+func (s *Service) mode(p policy.Profile) govern.SandboxMode {
+	if p.SandboxRequired {
+		return govern.SandboxUnavailableDenied
+	}
+	return govern.SandboxNone
+}
+
+func (s *Service) execute(ctx context.Context, st *pipeline.State) Result {
+	a := st.Analysis
+	timeout := s.timeout(st)
+	mode := s.mode(st.Profile)
+	ceiling := int(timeout / time.Second)
+	base := audit.Record{Call: st.Call, Decision: govern.Decision{Outcome: govern.Allow}, Analysis: a}
+	if len(st.WouldDeny) > 0 {
+		base.WouldDeny = true
+	}
+	if mode == govern.SandboxUnavailableDenied {
+		d := govern.Decision{Outcome: govern.Deny, Reason: govern.ReasonSandboxUnavailable, Stage: "executor",
+			Message: "no sandbox backend is available on this host (" + s.backendReason + ") and the policy requires one (sandbox_required: true); nothing ran"}
+		rec := base
+		rec.Decision = d
+		m := mode
+		rec.Run = &audit.Run{Status: govern.StatusNeverRan, Reason: govern.ReasonSandboxUnavailable, SandboxMode: &m, TimeoutSeconds: ceiling}
+		id := s.write(rec)
+		s.degraded(ctx, st, mode, govern.StatusNeverRan, id)
+		return Result{Text: "denied (sandbox_unavailable): " + d.Message, IsError: true, Decision: d, Status: govern.StatusNeverRan,
+			Structured: Structured{TimeoutSeconds: ceiling, SandboxMode: mode.String(), Reason: string(d.Reason), Status: govern.StatusNeverRan.String(), EventID: id}}
+	}
+
+	p, err := plan.New(plan.Spec{
+		Shell: s.cfg.Exec.Shell, Dialect: a.Dialect, Command: a.Text, CommandSHA256: a.SHA256,
+		Cwd: st.Cwd, WorkspaceRoots: st.WorkspaceRoots, Timeout: timeout, Env: s.env(st),
+		CredentialEnv: st.CredentialEnv, CredentialFiles: st.CredentialFiles, CredentialDir: credentialDir(),
+		Pins: a.Pins, Stdin: st.Call.Stdin, Egress: st.Agent.Destinations,
+		SandboxRequired: st.Profile.SandboxRequired, OutputMaxBytes: s.cfg.Exec.Limits.OutputMaxBytes,
+		RunAs: s.runAs,
+	})
+	if err != nil {
+		return s.failed(ctx, st, base, mode, ceiling, err)
+	}
+	secrets, err := s.fetch(ctx, p)
+	if err != nil {
+		return s.failed(ctx, st, base, mode, ceiling, err)
+	}
+	red, err := dlp.NewRedactor(secrets)
+	if err != nil {
+		return s.failed(ctx, st, base, mode, ceiling, err)
+	}
+	var outBuf, errBuf bytes.Buffer
+	outS, errS := red.Stream(&outBuf), red.Stream(&errBuf)
+	r := s.exec.Run(ctx, p, mode, secretMap(secrets), outS, errS)
+	outS.Close()
+	errS.Close()
+	counts := map[string]int{}
+	for id, n := range outS.Counts() {
+		counts[id] += n
+	}
+	for id, n := range errS.Counts() {
+		counts[id] += n
+	}
+	bindings, _ := dlp.Bind(st.Profile.DLP.Bindings)
+	stdout, outHits := bindings.Redact(outBuf.String())
+	stderr, errHits := bindings.Redact(errBuf.String())
+	redactions := outS.Total() + errS.Total() + len(outHits) + len(errHits)
+
+	m := mode
+	run := &audit.Run{Status: r.Status, Reason: r.Reason, SandboxMode: &m, Duration: r.Duration, TimeoutSeconds: ceiling,
+		Stdout:         audit.Output{Redacted: []byte(stdout), Produced: r.Stdout.Bytes, Discarded: r.Stdout.Discarded, Truncated: r.Stdout.Truncated},
+		Stderr:         audit.Output{Redacted: []byte(stderr), Produced: r.Stderr.Bytes, Discarded: r.Stderr.Discarded, Truncated: r.Stderr.Truncated},
+		RedactionCount: redactions, Pins: a.Pins, PinMethod: audit.PinVerify, CredentialsInjected: r.CredentialsInjected,
+		Limits: map[audit.Limit]audit.LimitEnforcement{},
+	}
+	if r.ExitCode != nil {
+		run.ExitCode = *r.ExitCode
+	}
+	rec := base
+	rec.Run = run
+	rec.Secrets = secretMap(secrets)
+	if r.Status != govern.StatusCompleted && r.Reason != "" {
+		rec.Decision = govern.Decision{Outcome: govern.Allow, Reason: r.Reason, Stage: "executor", Message: r.Message}
+	}
+	id := s.write(rec)
+	s.degraded(ctx, st, mode, r.Status, id)
+	for _, cid := range sortedKeys(counts) {
+		if _, err := s.notifier.OutputRedacted(ctx, notify.Redaction{Agent: st.Call.Agent, EventID: id, CredentialID: cid, Count: counts[cid]}); err != nil {
+			s.log.Warn().Err(err).Msg("output_redacted notification")
+		}
+	}
+
+	truncated := r.Stdout.Truncated || r.Stderr.Truncated
+	if r.Stdout.Truncated {
+		stdout += fmt.Sprintf("\n[output truncated: %d bytes of stdout discarded]\n", r.Stdout.Discarded)
+	}
+	if r.Stderr.Truncated {
+		stderr += fmt.Sprintf("\n[output truncated: %d bytes of stderr discarded]\n", r.Stderr.Discarded)
+	}
+	if r.TimedOut {
+		stderr += fmt.Sprintf("\n[timed out after %ds: the command was sent SIGTERM, then SIGKILL]\n", ceiling)
+	}
+	res := Result{Stdout: stdout, Stderr: stderr, Decision: govern.Decision{Outcome: govern.Allow}, Status: r.Status,
+		Structured: Structured{ExitCode: r.ExitCode, DurationMs: r.Duration.Milliseconds(), TimeoutSeconds: ceiling, TimedOut: r.TimedOut,
+			Truncated: truncated, SandboxMode: mode.String(), RedactionCount: redactions, EventID: id}}
+	res.Text = stdout
+	if stderr != "" {
+		res.Text += "\n--- stderr ---\n" + stderr
+	}
+	if r.Status == govern.StatusFailedToStart || r.Status == govern.StatusNeverRan {
+		res.IsError = true
+		res.Structured.Reason, res.Structured.Status = string(r.Reason), r.Status.String()
+		res.Text = fmt.Sprintf("the command did not run (%s): %s", r.Reason, r.Message)
+	} else if r.Status != govern.StatusCompleted {
+		res.Structured.Status = r.Status.String()
+	}
+	return res
+}
+
+// failed audits and reports an execution that could not start.
+func (s *Service) failed(ctx context.Context, st *pipeline.State, base audit.Record, mode govern.SandboxMode, ceiling int, err error) Result {
+	m := mode
+	rec := base
+	rec.Decision = govern.Decision{Outcome: govern.Allow, Reason: govern.ReasonSpawnError, Stage: "executor", Message: err.Error()}
+	rec.Run = &audit.Run{Status: govern.StatusFailedToStart, Reason: govern.ReasonSpawnError, SandboxMode: &m, TimeoutSeconds: ceiling}
+	id := s.write(rec)
+	return Result{Text: "the command could not start (spawn_error): " + err.Error(), IsError: true, Status: govern.StatusFailedToStart,
+		Structured: Structured{TimeoutSeconds: ceiling, SandboxMode: mode.String(), Reason: string(govern.ReasonSpawnError), Status: govern.StatusFailedToStart.String(), EventID: id}}
+}
+
+func (s *Service) degraded(ctx context.Context, st *pipeline.State, mode govern.SandboxMode, status govern.Status, eventID string) {
+	if mode.FullStrength() {
+		return
+	}
+	_, err := s.notifier.SandboxDegraded(ctx, notify.Degradation{
+		Agent: st.Call.Agent, EventID: eventID, Mode: mode, Requested: string(s.cfg.Exec.Sandbox.Backend),
+		Seccomp: string(s.cfg.Exec.Sandbox.Seccomp), HostReason: s.backendReason, Status: status,
+		SandboxRequired: st.Profile.SandboxRequired,
+	})
+	if err != nil {
+		s.log.Warn().Err(err).Msg("sandbox_degraded notification")
+	}
+}
+
+// timeout is the call's, clamped to the effective ceiling: the profile's
+// exec_timeout_seconds capped by exec.limits.max_timeout_seconds.
+func (s *Service) timeout(st *pipeline.State) time.Duration {
+	ceiling := min(st.Profile.ExecTimeoutSeconds, s.cfg.Exec.Limits.MaxTimeoutSeconds)
+	if ceiling < 1 {
+		ceiling = 1
+	}
+	t := ceiling
+	if st.Call.TimeoutSeconds > 0 && st.Call.TimeoutSeconds < ceiling {
+		t = st.Call.TimeoutSeconds
+	}
+	return time.Duration(t) * time.Second
+}
+
+// env is the constructed environment: nothing of the gateway's own.
+func (s *Service) env(st *pipeline.State) map[string]string {
+	env := map[string]string{
+		"PATH": pipeline.DefaultPath, "HOME": s.home, "LANG": "C.UTF-8", "TERM": "dumb", "PWD": st.Cwd,
+	}
+	for k, v := range st.Call.Env {
+		if _, ids := shell.RewriteCredentials(v); len(ids) == 1 {
+			st.CredentialEnv[k] = ids[0]
+			continue
+		}
+		env[k] = v
+	}
+	return env
+}
+
+// fetch reads every credential the plan injects from its source, now.
+func (s *Service) fetch(ctx context.Context, p *plan.Plan) ([]dlp.Secret, error) {
+	var out []dlp.Secret
+	for _, id := range p.CredentialIDs() {
+		src, ok := s.cfg.Credentials[id]
+		if !ok {
+			return nil, fmt.Errorf("credential %s is not configured", id)
+		}
+		v, err := src.Fetch(ctx)
+		if err != nil {
+			// The error names the source, never a value.
+			return nil, fmt.Errorf("credential %s: %w", id, err)
+		}
+		out = append(out, dlp.Secret{ID: id, Value: v})
+	}
+	return out, nil
+}
+
+func secretMap(secrets []dlp.Secret) map[string]string {
+	m := make(map[string]string, len(secrets))
+	for _, s := range secrets {
+		m[s.ID] = s.Value
+	}
+	return m
+}
+
+// credentialDir is a fresh private path for one execution's credential
+// files (mode none runs on the host, so it cannot be the sandbox's fixed
+// path).
+func credentialDir() string {
+	var b [8]byte
+	f, err := os.Open("/dev/urandom")
+	if err == nil {
+		f.Read(b[:])
+		f.Close()
+	}
+	base := os.Getenv("XDG_RUNTIME_DIR")
+	switch {
+	case os.Geteuid() == 0:
+		// Traversable by the run_as user; each run's directory is 0700
+		// and owned by it.
+		base = "/run/mitrity"
+	case base == "":
+		base = os.TempDir()
+	}
+	return filepath.Join(base, fmt.Sprintf("mitrity-cred-%x", b))
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func listOr(list []string, none string) string {
+	if len(list) == 0 {
+		return none
+	}
+	return strings.Join(list, ", ")
+}
