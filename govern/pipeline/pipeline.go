@@ -117,11 +117,11 @@ type State struct {
 	// stage enacts it.
 	Pending govern.Decision
 	// Findings are what the stages saw, for the audit event.
-	Injection  []inject.Finding
-	IntelHits  []string
-	RuleHits   []rules.Match
-	DLPHits    []dlp.Hit
-	WouldDeny  []govern.Decision // monitor mode
+	Injection   []inject.Finding
+	IntelHits   []string
+	RuleHits    []rules.Match
+	DLPHits     []dlp.Hit
+	WouldDeny   []govern.Decision // monitor mode
 	HoldVerdict *hold.Verdict
 	// Credentials are the credential ids the execution injects:
 	// CredentialEnv maps variable -> id, CredentialFiles file -> id.
