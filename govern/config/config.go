@@ -179,6 +179,7 @@ const (
 	DefaultTmpfsBytes        = 256 * MiB
 	DefaultFileSizeBytes     = 1 * GiB
 	DefaultWebhookTimeout    = 5
+	MaxWebhookTimeout        = 30 // seconds; the notifier's own bound
 )
 
 // DefaultAllowedPorts match an allowlist entry written without a port.

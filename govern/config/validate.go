@@ -422,8 +422,8 @@ func checkNotifications(v *validator) {
 			v.errorf("notifications.webhook.url", "the URL has no host")
 		}
 	}
-	if t := w.TimeoutSeconds; t < 1 || t > 60 {
-		v.errorf("notifications.webhook.timeout_seconds", "%d: must be between 1 and 60", t)
+	if t := w.TimeoutSeconds; t < 1 || t > MaxWebhookTimeout {
+		v.errorf("notifications.webhook.timeout_seconds", "%d: must be between 1 and %d", t, MaxWebhookTimeout)
 	}
 }
 

@@ -123,9 +123,9 @@ func TestGoodPolicy(t *testing.T) {
 		ScriptInspectionRoots: InspectionRoots{"${workspace}/scripts", "/opt/tools"},
 		CommandAnalysisMode:   AnalysisMonitor,
 		ToolPermissions: []ToolPermission{
-			{Pattern: "shell:*", Action: govern.Allow},
-			{Pattern: "mcp:github__*", Action: govern.Ask},
 			{Pattern: "mcp:github__delete_repo", Action: govern.Deny},
+			{Pattern: "mcp:github__*", Action: govern.Ask},
+			{Pattern: "shell:*", Action: govern.Allow},
 		},
 		Rules: []Rule{
 			{Name: "hold-git-push", When: `command.argv[0] == "git" && command.argv[1] == "push"`, Action: govern.Hold, Message: "a person approves every push"},
