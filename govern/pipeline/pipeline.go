@@ -8,6 +8,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -24,6 +25,7 @@ import (
 	"github.com/mitrity/mitrity/govern/policy"
 	"github.com/mitrity/mitrity/govern/rules"
 	"github.com/mitrity/mitrity/govern/shell"
+	"github.com/mitrity/mitrity/govern/yamlfile"
 )
 
 // Intel is the threat-intel check the pipeline needs: matches for the
@@ -63,6 +65,11 @@ func New(cfg *config.Config, pol *policy.Policy, home string, opts ...Option) (*
 	for _, o := range opts {
 		o(p)
 	}
+	// A grant of a credential the gateway does not define is a policy
+	// error, named at its line, not a denial at run time.
+	if err := pol.CheckCredentials(func(id string) bool { _, ok := cfg.Credentials[id]; return ok }); err != nil {
+		return nil, err
+	}
 	names := make([]string, 0, len(pol.Profiles))
 	for name := range pol.Profiles {
 		names = append(names, name)
@@ -76,7 +83,7 @@ func New(cfg *config.Config, pol *policy.Policy, home string, opts ...Option) (*
 		}
 		set, err := rules.Compile(rs)
 		if err != nil {
-			return nil, fmt.Errorf("profile %s: %w", name, err)
+			return nil, positioned(prof, err)
 		}
 		p.rules[name] = set
 		b, err := dlp.Bind(prof.DLP.Bindings)
@@ -157,6 +164,26 @@ func (p *Pipeline) Decide(ctx context.Context, call govern.Call) (*State, govern
 		}
 	}
 	return st, govern.Decision{Outcome: govern.Allow}
+}
+
+// positioned names each rule that failed to compile at its line in the
+// policy file.
+func positioned(prof policy.Profile, err error) error {
+	errs := &yamlfile.Errors{}
+	var joined interface{ Unwrap() []error }
+	list := []error{err}
+	if errors.As(err, &joined) {
+		list = joined.Unwrap()
+	}
+	for _, e := range list {
+		var ce *rules.CompileError
+		if errors.As(e, &ce) && ce.Index < len(prof.Rules) {
+			errs.Add(prof.Rules[ce.Index].Where.Errorf("rule %q: %v", ce.Name, ce.Err))
+			continue
+		}
+		return fmt.Errorf("profile %s: %w", prof.Name, err)
+	}
+	return errs
 }
 
 func deny(stage string, reason govern.Reason, msg string) govern.Decision {
