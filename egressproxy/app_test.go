@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"gotest.tools/v3/assert"
@@ -13,7 +14,7 @@ import (
 func run(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	err = newApp(&out, &errOut).Run(append([]string{"mitrity-egressproxy"}, args...))
+	err = newApp(strings.NewReader(""), &out, &errOut).Run(append([]string{"mitrity-egressproxy"}, args...))
 	return out.String(), errOut.String(), err
 }
 
@@ -21,4 +22,9 @@ func TestVersion(t *testing.T) {
 	stdout, _, err := run(t, "--version")
 	assert.NilError(t, err)
 	assert.Check(t, is.Contains(stdout, "mitrity-egressproxy version "+version))
+}
+
+func TestServeNeedsSocket(t *testing.T) {
+	_, _, err := run(t, "serve")
+	assert.ErrorContains(t, err, "socket")
 }

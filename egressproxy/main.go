@@ -11,5 +11,5 @@ import (
 var version = "dev"
 
 func main() {
-	cliapp.Main(newApp(os.Stdout, os.Stderr))
+	cliapp.Main(newApp(os.Stdin, os.Stdout, os.Stderr))
 }

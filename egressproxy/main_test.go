@@ -1,0 +1,111 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+)
+
+// TestMain doubles as the helper processes the e2e tests need: a parent to
+// SIGKILL, and an echo server to run inside a network namespace.
+func TestMain(m *testing.M) {
+	switch os.Getenv("EGRESSPROXY_TEST_HELPER") {
+	case "parent":
+		helperParent()
+		return
+	case "echo":
+		helperEcho()
+		return
+	}
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+var (
+	buildOnce sync.Once
+	buildDir  string
+	buildBin  string
+	buildErr  error
+)
+
+// binary builds mitrity-egressproxy once per test run, as `make build`
+// would, and returns its path.
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		buildDir, buildErr = os.MkdirTemp("", "egressproxy-test-")
+		if buildErr != nil {
+			return
+		}
+		buildBin = filepath.Join(buildDir, "mitrity-egressproxy")
+		out, err := exec.Command("go", "build", "-o", buildBin, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return buildBin
+}
+
+// helperParent starts the proxy as its child, with this process's stdin
+// (held open by the test) and stdout, prints the child's pid, and waits to
+// be killed.
+func helperParent() {
+	cmd := exec.Command(os.Getenv("EGRESSPROXY_BIN"), "serve",
+		"--socket", os.Getenv("EGRESSPROXY_SOCKET"), "--parent-pid", strconv.Itoa(os.Getpid()))
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Printf("pid %d\n", cmd.Process.Pid)
+	select {}
+}
+
+// helperEcho listens on EGRESSPROXY_ECHO_ADDR, says "listening", and
+// answers each connection with "echo:" and whatever it reads.
+func helperEcho() {
+	ln, err := net.Listen("tcp", os.Getenv("EGRESSPROXY_ECHO_ADDR"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Println("listening")
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			os.Exit(0)
+		}
+		go func() {
+			defer c.Close()
+			r := bufio.NewReader(c)
+			buf := make([]byte, 4096)
+			for {
+				n, err := r.Read(buf)
+				if n > 0 {
+					if _, err := c.Write(append([]byte("echo:"), buf[:n]...)); err != nil {
+						return
+					}
+				}
+				if err != nil {
+					if err == io.EOF {
+						_, _ = c.Write([]byte("bye"))
+					}
+					return
+				}
+			}
+		}()
+	}
+}

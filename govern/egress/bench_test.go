@@ -1,0 +1,120 @@
+package egress_test
+
+import (
+	"encoding/binary"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+
+	"github.com/mitrity/mitrity/govern/egress"
+)
+
+// frameSize is what one benchmark op moves.
+const frameSize = 1 << 20
+
+// frameSink reads frames (an 8-byte length, then that many bytes) and acks
+// each with one byte once all of it arrived, so the sender's clock covers
+// delivery, not just a write into a socket buffer.
+func frameSink(c net.Conn) {
+	var n uint64
+	for binary.Read(c, binary.BigEndian, &n) == nil {
+		if _, err := io.CopyN(io.Discard, c, int64(n)); err != nil {
+			return
+		}
+		if _, err := c.Write([]byte{1}); err != nil {
+			return
+		}
+	}
+}
+
+// sendFrame sends one frame and waits for its ack.
+func sendFrame(w io.Writer, r io.Reader, payload []byte) error {
+	if err := binary.Write(w, binary.BigEndian, uint64(len(payload))); err != nil {
+		return err
+	}
+	if _, err := w.Write(payload); err != nil {
+		return err
+	}
+	var ack [1]byte
+	_, err := io.ReadFull(r, ack[:])
+	return err
+}
+
+// BenchmarkConnectThroughput moves the same bytes over a direct loopback
+// TCP connection and through an allowed CONNECT tunnel (client on the
+// proxy's Unix socket, as inside the sandbox, and on TCP), side by side in
+// one run; compare the MB/s columns. "interleaved" alternates a direct and
+// a tunnelled frame in every op, so both see the same machine load, and
+// reports both rates and their ratio. Target: ratio >= 0.8.
+func BenchmarkConnectThroughput(b *testing.B) {
+	up := startUpstream(b, frameSink)
+	c, _ := loopbackChecker(b, egress.Config{Allow: []string{"allowed.test:" + port(up)}}, "allowed.test")
+	tcpProxy, _ := startProxy(b, c)
+
+	sock := filepath.Join(b.TempDir(), "egress.sock")
+	ln, err := egress.ListenUnix(sock)
+	assert.NilError(b, err)
+	p, err := egress.NewProxy(c)
+	assert.NilError(b, err)
+	go func() { _ = p.Serve(ln) }()
+	b.Cleanup(func() { _ = p.Close() })
+
+	payload := make([]byte, frameSize)
+	direct := func(b *testing.B) (net.Conn, io.Reader) {
+		conn, err := net.Dial("tcp", up.ln.Addr().String())
+		assert.NilError(b, err)
+		b.Cleanup(func() { conn.Close() })
+		return conn, conn
+	}
+	tunnel := func(network, addr string) func(b *testing.B) (net.Conn, io.Reader) {
+		return func(b *testing.B) (net.Conn, io.Reader) {
+			conn, err := net.Dial(network, addr)
+			assert.NilError(b, err)
+			b.Cleanup(func() { conn.Close() })
+			_, br, resp := connectOn(b, conn, "allowed.test:"+port(up), nil)
+			assert.Equal(b, resp.StatusCode, http.StatusOK)
+			_ = conn.SetDeadline(time.Time{})
+			return conn, br
+		}
+	}
+	run := func(dial func(b *testing.B) (net.Conn, io.Reader)) func(b *testing.B) {
+		return func(b *testing.B) {
+			w, r := dial(b)
+			b.SetBytes(frameSize)
+			for b.Loop() {
+				if err := sendFrame(w, r, payload); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+	b.Run("direct", run(direct))
+	b.Run("connect_unix", run(tunnel("unix", sock)))
+	b.Run("connect_tcp", run(tunnel("tcp", tcpProxy)))
+	b.Run("interleaved", func(b *testing.B) {
+		dw, dr := direct(b)
+		tw, tr := tunnel("unix", sock)(b)
+		var dt, tt time.Duration
+		for b.Loop() {
+			start := time.Now()
+			if err := sendFrame(dw, dr, payload); err != nil {
+				b.Fatal(err)
+			}
+			mid := time.Now()
+			if err := sendFrame(tw, tr, payload); err != nil {
+				b.Fatal(err)
+			}
+			dt += mid.Sub(start)
+			tt += time.Since(mid)
+		}
+		mb := float64(b.N) * frameSize / 1e6
+		b.ReportMetric(mb/dt.Seconds(), "direct_MB/s")
+		b.ReportMetric(mb/tt.Seconds(), "tunnel_MB/s")
+		b.ReportMetric(dt.Seconds()/tt.Seconds(), "ratio")
+	})
+}
