@@ -334,6 +334,19 @@ func testExec(t *testing.T, w *world) {
 	if rc := field(evs[3], "data", "execution", "redaction_count"); rc != float64(2) {
 		t.Errorf("redaction_count: %v", rc)
 	}
+
+	// audit list and show read the same file for a person.
+	ctx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	l := w.gw(t, ctx, "", "audit", "list", "--config", w.cfg, "--status", "timed_out")
+	if l.code != 0 || strings.Count(strings.TrimSpace(l.stdout), "\n") != 1 || !strings.Contains(l.stdout, "timed_out") {
+		t.Errorf("audit list --status timed_out:\n%s%s", l.stdout, l.stderr)
+	}
+	id3, _ := evs[3]["id"].(string)
+	card := w.gw(t, ctx, "", "audit", "show", "--config", w.cfg, id3)
+	if card.code != 0 || !strings.Contains(card.stdout, "github_token") || strings.Contains(card.stdout, secretToken) {
+		t.Errorf("audit show:\n%s%s", card.stdout, card.stderr)
+	}
 }
 
 // waitHold polls the admin sockets until one call is held.
