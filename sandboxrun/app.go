@@ -10,10 +10,20 @@ import (
 
 // newApp builds the mitrity-sandboxrun command line over the writers it is given.
 func newApp(stdout, stderr io.Writer) *cli.App {
-	return cliapp.New(cliapp.Spec{
+	app := cliapp.New(cliapp.Spec{
 		Name:     "mitrity-sandboxrun",
 		Usage:    "per-execution helper that builds the kernel sandbox (bubblewrap, seccomp, namespaces, limits) and runs one judged command in it",
 		Version:  version,
-		Commands: []*cli.Command{},
+		Commands: []*cli.Command{runCommand(), probeCommand(), initCommand(), probeSeccompCommand()},
 	}, stdout, stderr)
+	// --probe [--json] is the same as the probe subcommand.
+	app.Flags = append(app.Flags, probeFlags()...)
+	app.Flags = append(app.Flags, &cli.BoolFlag{Name: "probe", Usage: "report what this host can enforce; exit 0 only at full strength"})
+	app.Action = func(c *cli.Context) error {
+		if c.Bool("probe") {
+			return probeAction(c)
+		}
+		return cli.ShowAppHelp(c)
+	}
+	return app
 }

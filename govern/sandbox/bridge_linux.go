@@ -1,0 +1,139 @@
+package sandbox
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// maxBridgeConns bounds the connections the bridge forwards at once.
+const maxBridgeConns = 256
+
+// bridge is the egress bridge. Its listener is a socket of the sandbox's
+// network namespace (its loopback, where the proxy variables point),
+// opened by the sandbox's init and handed out over a socketpair; the
+// bridge runs here, outside the sandbox, and forwards each connection byte
+// for byte to the egress proxy's Unix socket. So the socket is never bound
+// into the sandbox, and every process of the sandbox stays under the filter
+// that denies AF_UNIX sockets.
+type bridge struct {
+	ln    net.Listener
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	conns map[net.Conn]bool
+}
+
+// receiveListener reads the listener init sends on the socketpair end fd.
+func receiveListener(fd int) (net.Listener, error) {
+	buf := make([]byte, 1)
+	oob := make([]byte, unix.CmsgSpace(4))
+	n, oobn, _, _, err := unix.Recvmsg(fd, buf, oob, unix.MSG_CMSG_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, errors.New("the sandbox closed the bridge before handing its listener out")
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		return nil, errors.New("no listener in the bridge message")
+	}
+	fds, err := unix.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) != 1 {
+		return nil, errors.New("no listener in the bridge message")
+	}
+	f := os.NewFile(uintptr(fds[0]), "sandbox-listener")
+	defer f.Close()
+	return net.FileListener(f)
+}
+
+// serveBridge forwards every connection accepted on ln to socket until
+// close is called.
+func serveBridge(ln net.Listener, socket string) *bridge {
+	b := &bridge{ln: ln, conns: map[net.Conn]bool{}}
+	sem := make(chan struct{}, maxBridgeConns)
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() {
+					continue
+				}
+				return
+			}
+			select {
+			case sem <- struct{}{}:
+			default:
+				c.Close() // too many at once
+				continue
+			}
+			b.wg.Add(1)
+			go func() {
+				defer b.wg.Done()
+				defer func() { <-sem }()
+				b.forward(c, socket)
+			}()
+		}
+	}()
+	return b
+}
+
+func (b *bridge) track(c net.Conn, add bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if add {
+		b.conns[c] = true
+	} else {
+		delete(b.conns, c)
+	}
+}
+
+// close stops accepting, drops every open connection and waits.
+func (b *bridge) close() {
+	if b == nil {
+		return
+	}
+	b.ln.Close()
+	b.mu.Lock()
+	for c := range b.conns {
+		c.Close()
+	}
+	b.mu.Unlock()
+	b.wg.Wait()
+}
+
+// forward copies both ways between c and a new connection to socket,
+// passing half-closes on so request/response protocols finish cleanly.
+func (b *bridge) forward(c net.Conn, socket string) {
+	b.track(c, true)
+	defer b.track(c, false)
+	defer c.Close()
+	u, err := net.Dial("unix", socket)
+	if err != nil {
+		return
+	}
+	b.track(u, true)
+	defer b.track(u, false)
+	defer u.Close()
+	var wg sync.WaitGroup
+	wg.Add(2)
+	pipe := func(dst, src net.Conn) {
+		defer wg.Done()
+		io.Copy(dst, src)
+		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
+			cw.CloseWrite()
+		} else {
+			dst.Close()
+		}
+	}
+	go pipe(u, c)
+	go pipe(c, u)
+	wg.Wait()
+}

@@ -1,0 +1,195 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/mitrity/mitrity/govern"
+)
+
+// Paths inside the sandbox. /run is a fresh tmpfs, so none of them exists
+// on the host.
+const (
+	InsideRun    = "/run/mitrity"
+	InsideHelper = InsideRun + "/sandboxrun"
+)
+
+// Subcommands of the helper binary: init runs inside the sandbox, the
+// seccomp probe beside it.
+const (
+	HelperInit         = "init"
+	HelperProbeSeccomp = "probe-seccomp"
+)
+
+// Version is a bubblewrap version.
+type Version struct{ Major, Minor, Patch int }
+
+// MinVersion is the oldest bubblewrap the backend accepts.
+var MinVersion = Version{0, 5, 0}
+
+func (v Version) String() string { return fmt.Sprintf("%d.%d.%d", v.Major, v.Minor, v.Patch) }
+
+// AtLeast reports whether v >= o.
+func (v Version) AtLeast(o Version) bool {
+	if v.Major != o.Major {
+		return v.Major > o.Major
+	}
+	if v.Minor != o.Minor {
+		return v.Minor > o.Minor
+	}
+	return v.Patch >= o.Patch
+}
+
+// ParseVersion reads "bubblewrap 0.8.0" (what bwrap --version prints) or a
+// bare "0.8.0".
+func ParseVersion(s string) (Version, error) {
+	s = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(s), "bubblewrap"))
+	parts := strings.SplitN(s, ".", 3)
+	if len(parts) < 2 {
+		return Version{}, fmt.Errorf("bubblewrap version %q: want MAJOR.MINOR[.PATCH]", s)
+	}
+	var n [3]int
+	for i, p := range parts {
+		end := strings.IndexFunc(p, func(r rune) bool { return r < '0' || r > '9' })
+		if end >= 0 {
+			p = p[:end]
+		}
+		v, err := strconv.Atoi(p)
+		if err != nil {
+			return Version{}, fmt.Errorf("bubblewrap version %q: %w", s, err)
+		}
+		n[i] = v
+	}
+	return Version{n[0], n[1], n[2]}, nil
+}
+
+// Features are the bubblewrap options the command line may use, by
+// version. Everything used unconditionally exists since MinVersion.
+type Features struct {
+	// TmpfsSize: --size before --tmpfs, and --perms before --tmpfs.
+	TmpfsSize bool
+	// DisableUserns: --disable-userns (nested user namespaces fail even
+	// without the seccomp stage).
+	DisableUserns bool
+	// BindFD: --ro-bind-fd, used to bind the helper binary from an open
+	// descriptor rather than a path the dropped user may not reach.
+	BindFD bool
+}
+
+// FeaturesOf returns what v supports. Only 0.8.0 was tested; newer
+// versions keep these options.
+func FeaturesOf(v Version) Features {
+	v08 := v.AtLeast(Version{0, 8, 0})
+	return Features{TmpfsSize: v08, DisableUserns: v08, BindFD: v08}
+}
+
+// Layout is everything the bubblewrap command line is built from, already
+// resolved against the host: BuildArgs looks nothing up.
+type Layout struct {
+	Features Features
+	// DropCaps: bwrap runs as uid 0, which keeps every capability inside
+	// the user namespace unless told otherwise.
+	DropCaps       bool
+	WorkspaceRoots []string
+	Protected      []string // existing protected paths, re-bound read-only
+	Masks          []Mask
+	Pins           []FDMount // judged bytes over each pinned path
+	CredFiles      []FDMount // Path is the file name under govern.CredentialDir
+	// HelperFD is the descriptor of the helper binary (with BindFD);
+	// HelperPath its host path otherwise.
+	HelperFD   int
+	HelperPath string
+	// SeccompFD carries the filter (raw BPF) bubblewrap installs on every
+	// process of the sandbox; -1: none.
+	SeccompFD  int
+	TmpfsBytes int64
+	RunBytes   int64
+	InfoFD     int
+	BlockFD    int // -1: none
+	Cwd        string
+}
+
+// FDMount is data read from a descriptor and bound at a path.
+type FDMount struct {
+	Path string
+	FD   int
+	Perm os.FileMode // pins: the mode the bound copy gets
+}
+
+// BuildArgs returns bubblewrap's arguments (without argv[0]) for l, ending
+// with the helper's init command.
+func BuildArgs(l Layout) []string {
+	fd := strconv.Itoa
+	a := []string{
+		"--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+	}
+	if l.Features.DisableUserns {
+		a = append(a, "--disable-userns")
+	}
+	a = append(a, "--die-with-parent", "--new-session")
+	if l.DropCaps {
+		a = append(a, "--cap-drop", "ALL")
+	}
+	a = append(a, "--ro-bind", "/", "/", "--dev", "/dev")
+	sized := func(size int64, perms string, dest string) {
+		if l.Features.TmpfsSize {
+			if size > 0 {
+				a = append(a, "--size", strconv.FormatInt(size, 10))
+			}
+			a = append(a, "--perms", perms)
+		}
+		a = append(a, "--tmpfs", dest)
+	}
+	// /dev/shm is its own sized tmpfs and /dev goes read-only, so neither
+	// is an unbounded place to write.
+	sized(l.TmpfsBytes, "1777", "/dev/shm")
+	a = append(a, "--remount-ro", "/dev", "--proc", "/proc")
+	sized(l.TmpfsBytes, "1777", "/tmp")
+	// /run is a fresh tmpfs: no host runtime socket or secret is visible,
+	// and it holds the helper and the credentials.
+	sized(l.RunBytes, "0755", "/run")
+	a = append(a, "--perms", "0755", "--dir", InsideRun)
+	if l.Features.BindFD {
+		a = append(a, "--ro-bind-fd", fd(l.HelperFD), InsideHelper)
+	} else {
+		a = append(a, "--ro-bind", l.HelperPath, InsideHelper)
+	}
+	if len(l.CredFiles) > 0 {
+		a = append(a, "--perms", "0700", "--dir", govern.CredentialDir)
+		for _, c := range l.CredFiles {
+			a = append(a, "--perms", "0400", "--file", fd(c.FD), filepath.Join(govern.CredentialDir, c.Path))
+		}
+	}
+	a = append(a, "--remount-ro", "/run")
+	for _, r := range l.WorkspaceRoots {
+		a = append(a, "--bind", r, r)
+	}
+	for _, p := range l.Protected {
+		a = append(a, "--ro-bind", p, p)
+	}
+	for _, p := range l.Pins {
+		a = append(a, "--perms", fmt.Sprintf("%04o", p.Perm), "--ro-bind-data", fd(p.FD), p.Path)
+	}
+	// Masks last: a deny path wins over a workspace root or a pin.
+	for _, m := range l.Masks {
+		if m.Dir {
+			if l.Features.TmpfsSize {
+				a = append(a, "--size", "4096", "--perms", "0000")
+			}
+			a = append(a, "--tmpfs", m.Path, "--remount-ro", m.Path)
+		} else {
+			a = append(a, "--ro-bind", "/dev/null", m.Path)
+		}
+	}
+	if l.SeccompFD >= 0 {
+		a = append(a, "--seccomp", fd(l.SeccompFD))
+	}
+	if l.BlockFD >= 0 {
+		a = append(a, "--block-fd", fd(l.BlockFD))
+	}
+	a = append(a, "--info-fd", fd(l.InfoFD), "--chdir", l.Cwd, "--", InsideHelper, HelperInit)
+	return a
+}

@@ -1,0 +1,33 @@
+package sandbox
+
+import (
+	"os"
+	"testing"
+)
+
+// TestMain lets the test binary serve as the sandbox helper: Run execs it
+// inside the sandbox as "init", the probe as "probe-seccomp".
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case HelperInit:
+			Init()
+			os.Exit(127)
+		case HelperProbeSeccomp:
+			if ProbeSeccompChild() != nil {
+				os.Exit(1)
+			}
+			os.Exit(0)
+		}
+	}
+	os.Exit(m.Run())
+}
+
+func selfExe(t *testing.T) string {
+	t.Helper()
+	p, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

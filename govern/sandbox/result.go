@@ -1,0 +1,63 @@
+package sandbox
+
+import (
+	"github.com/mitrity/mitrity/govern"
+)
+
+// Mechanism names what held a limit. The empty mechanism goes with a limit
+// that was not enforced.
+type Mechanism string
+
+const (
+	MechanismNone   Mechanism = ""
+	MechanismCgroup Mechanism = "cgroup" // a per-execution cgroup (v2 delegated, or v1 as root)
+	MechanismRlimit Mechanism = "rlimit" // setrlimit on the command: per process
+	MechanismPidns  Mechanism = "pidns"  // the pid namespace dies with the command
+	MechanismTmpfs  Mechanism = "tmpfs"  // a sized tmpfs mount
+)
+
+// Limit says whether one bound held on this run and how.
+type Limit struct {
+	Enforced  bool      `json:"enforced"`
+	Mechanism Mechanism `json:"mechanism"`
+}
+
+func enforced(m Mechanism) Limit { return Limit{Enforced: true, Mechanism: m} }
+
+// LimitsEnforced is the audit card's "limits enforced": which resource
+// bounds actually held. A false is a documented platform gap, never a
+// silent one.
+type LimitsEnforced struct {
+	ProcessCount Limit `json:"process_count"`
+	Memory       Limit `json:"memory"`
+	TmpfsSize    Limit `json:"tmpfs_size"`
+	FileSize     Limit `json:"file_size"`
+	// DaemonKill: no process the command started outlives it.
+	DaemonKill Limit `json:"daemon_kill"`
+}
+
+// Result is what one run did: what sandboxrun writes on the result pipe.
+type Result struct {
+	Status govern.Status `json:"status"`
+	// Reason explains a status other than completed: pin_mismatch,
+	// spawn_error, sandbox_unavailable, cwd_outside_workspace.
+	Reason govern.Reason `json:"reason,omitempty"`
+	// ExitCode is the command's exit code; nil unless completed. A command
+	// killed by a signal it did not receive from the sandbox shows as the
+	// shell reports it: 128 + the signal number.
+	ExitCode *int `json:"exit_code"`
+	// Signal names the signal the sandbox sent to end the run (SIGTERM or
+	// SIGKILL on timeout or cancel, SIGKILL by the memory cgroup).
+	Signal      string             `json:"signal,omitempty"`
+	DurationMS  int64              `json:"duration_ms"`
+	SandboxMode govern.SandboxMode `json:"sandbox_mode,omitempty"`
+	// PinMethod is "bind" when judged scripts were bound over their paths.
+	PinMethod      string         `json:"pin_method,omitempty"`
+	LimitsEnforced LimitsEnforced `json:"limits_enforced"`
+	// ProtectedCreated lists protected paths (hooks, rc files, editor
+	// configs) that did not exist when the run started and do now: they
+	// cannot be bound read-only without creating them on the host, so their
+	// creation is reported rather than prevented.
+	ProtectedCreated []string `json:"protected_created,omitempty"`
+	Message          string   `json:"message,omitempty"`
+}

@@ -1,0 +1,28 @@
+//go:build !linux
+
+package sandbox
+
+import (
+	"context"
+
+	"github.com/mitrity/mitrity/govern"
+)
+
+// Run refuses: there is no kernel sandbox backend here.
+func Run(ctx context.Context, spec *Spec, stdio Stdio, opts ...Option) Result {
+	return Result{Status: govern.StatusFailedToStart, Reason: govern.ReasonSandboxUnavailable, Message: ErrUnsupported.Error()}
+}
+
+// Probe reports that nothing is available.
+func Probe(ctx context.Context, opts ...Option) ProbeReport {
+	return ProbeReport{Checks: []Check{{Name: CheckBubblewrap, Reason: ErrUnsupported.Error()}}}
+}
+
+// Init is the in-sandbox init; there is no sandbox here.
+func Init() error { return ErrUnsupported }
+
+// ProbeSeccompChild is the seccomp probe's child; there is no seccomp here.
+func ProbeSeccompChild() error { return ErrUnsupported }
+
+// DieWithParent has no parent-death signal to set here.
+func DieWithParent() error { return ErrUnsupported }

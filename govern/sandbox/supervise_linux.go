@@ -1,0 +1,501 @@
+package sandbox
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/mitrity/mitrity/govern"
+)
+
+// start runs bubblewrap and supervises the sandbox to the end. It reports
+// separately that bubblewrap could not install the seccomp filter, so that
+// the caller can apply the spec's seccomp mode.
+func (e *execution) start(ctx context.Context, l Layout) (Result, bool) {
+	s := e.spec
+	fail := func(err error) (Result, bool) {
+		return notStarted(govern.StatusFailedToStart, govern.ReasonSpawnError, "%v", err), false
+	}
+	// Descriptors 3, 4, 5 (and 6 with a proxy) are init's: see fdInitConfig.
+	cfgR, cfgW, err := os.Pipe()
+	if err != nil {
+		return fail(err)
+	}
+	e.parentOnly = append(e.parentOnly, cfgW)
+	e.childOnly = append(e.childOnly, cfgR)
+	stR, stW, err := os.Pipe()
+	if err != nil {
+		return fail(err)
+	}
+	e.parentOnly = append(e.parentOnly, stR)
+	e.childOnly = append(e.childOnly, stW)
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		return fail(err)
+	}
+	e.parentOnly = append(e.parentOnly, errR)
+	e.childOnly = append(e.childOnly, errW)
+	infoR, infoW, err := os.Pipe()
+	if err != nil {
+		return fail(err)
+	}
+	e.parentOnly = append(e.parentOnly, infoR)
+	e.childOnly = append(e.childOnly, infoW)
+	stdin, stdout, stderr, err := e.streams()
+	if err != nil {
+		return fail(err)
+	}
+	fixed := []*os.File{cfgR, stW, stderr}
+	var bridgeEnd *os.File
+	if s.ProxySocket != "" {
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return fail(fmt.Errorf("bridge socketpair: %w", err))
+		}
+		bridgeEnd = os.NewFile(uintptr(fds[0]), "bridge")
+		child := os.NewFile(uintptr(fds[1]), "bridge-child")
+		e.parentOnly = append(e.parentOnly, bridgeEnd)
+		e.childOnly = append(e.childOnly, child)
+		fixed = append(fixed, child)
+	}
+	fixed = append(fixed, infoW)
+	// The layout's descriptors were numbered from 3 on: put init's first
+	// and renumber.
+	shift := len(fixed)
+	e.extra = append(fixed, e.extra...)
+	l.InfoFD = 2 + shift
+	if l.Features.BindFD {
+		l.HelperFD += shift
+	}
+	if l.SeccompFD >= 0 {
+		l.SeccompFD += shift
+	}
+	for i := range l.Pins {
+		l.Pins[i].FD += shift
+	}
+	for i := range l.CredFiles {
+		l.CredFiles[i].FD += shift
+	}
+	var blkW *os.File
+	if e.cg != nil {
+		var blkR *os.File
+		if blkR, blkW, err = os.Pipe(); err != nil {
+			return fail(err)
+		}
+		e.parentOnly = append(e.parentOnly, blkW)
+		l.BlockFD = e.pass(blkR)
+	}
+
+	cmd := &exec.Cmd{
+		Path:       e.bwrap,
+		Args:       append([]string{"bwrap"}, BuildArgs(l)...),
+		Env:        []string{},
+		Dir:        "/",
+		Stdin:      stdin,
+		Stdout:     stdout,
+		Stderr:     errW,
+		ExtraFiles: e.extra,
+		// bubblewrap dies with this process (and the sandbox with it:
+		// --die-with-parent).
+		SysProcAttr: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Credential: e.cred},
+	}
+	// The parent-death signal follows the thread that forks: keep it.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := cmd.Start(); err != nil {
+		return notStarted(govern.StatusFailedToStart, govern.ReasonSandboxUnavailable, "starting bubblewrap %s: %v", e.bwrap, err), false
+	}
+	for _, f := range e.childOnly {
+		f.Close()
+	}
+	e.childOnly = nil
+
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	errText := make(chan string, 1)
+	go func() { errText <- readCapped(errR, 16<<10) }()
+	statuses := make(chan []initStatus, 1)
+	go func() { statuses <- readStatuses(stR) }()
+	bridged := make(chan *bridge, 1)
+	if bridgeEnd != nil {
+		go func() {
+			ln, err := receiveListener(int(bridgeEnd.Fd()))
+			if err != nil {
+				bridged <- nil
+				return
+			}
+			bridged <- serveBridge(ln, s.ProxySocket)
+		}()
+	} else {
+		bridged <- nil
+	}
+
+	sb := &sandboxProc{pid: readInfo(infoR), pidfd: -1}
+	if sb.pid > 0 {
+		if fd, err := unix.PidfdOpen(sb.pid, 0); err == nil {
+			sb.pidfd = fd
+			defer unix.Close(fd)
+		}
+	}
+	if e.cg != nil {
+		if sb.pid <= 0 {
+			e.cg.destroy()
+			e.cg = nil
+		} else if err := e.cg.add(sb.pid); err != nil {
+			e.cgReason = "joining the cgroup: " + err.Error()
+			e.cg.destroy()
+			e.cg = nil
+		}
+		blkW.Write([]byte{1})
+		blkW.Close()
+	}
+	limits, rl := e.limitPlan(l)
+	go func() {
+		json.NewEncoder(cfgW).Encode(initConfig{
+			Argv:    s.Argv,
+			Env:     e.env(),
+			Rlimits: rl,
+			Bridge:  bridgeEnd != nil,
+		})
+		cfgW.Close()
+	}()
+
+	timer := time.NewTimer(s.Timeout())
+	defer timer.Stop()
+	var waitErr error
+	var timedOut, cancelled bool
+	var sig string
+	select {
+	case waitErr = <-waited:
+	case <-timer.C:
+		timedOut = true
+		sig, waitErr = e.terminate(sb, cmd, waited)
+	case <-ctx.Done():
+		cancelled = true
+		sig, waitErr = e.terminate(sb, cmd, waited)
+	}
+	gone := sb.reap(5 * time.Second)
+	if bridgeEnd != nil {
+		// Unblocks a receive still waiting (init never handed out).
+		unix.Shutdown(int(bridgeEnd.Fd()), unix.SHUT_RDWR)
+	}
+	(<-bridged).close()
+	st := summarize(<-statuses)
+	bwrapErr := strings.TrimSpace(<-errText)
+
+	res := Result{}
+	if len(s.Pins) > 0 {
+		res.PinMethod = "bind"
+	}
+	if !st.exec || st.execErr != "" {
+		res.Status, res.Reason = govern.StatusFailedToStart, govern.ReasonSpawnError
+		if st.reason != "" {
+			res.Reason = st.reason
+		}
+		res.Message = firstNonEmpty(st.execErr, st.err, bwrapErr, fmt.Sprintf("the sandbox did not start (%v)", waitErr))
+		if timedOut {
+			res.Message += "; the timeout expired before the command started"
+		}
+		// bubblewrap installs the filter just before it execs init: a
+		// failure there is bubblewrap's, before any status from init.
+		filterFailed := e.seccomp && !st.exec && st.err == "" && strings.Contains(strings.ToLower(bwrapErr), "seccomp")
+		return res, filterFailed
+	}
+	res.SandboxMode = govern.SandboxBubblewrap
+	if !e.seccomp || st.seccomp != "2" {
+		res.SandboxMode = govern.SandboxBubblewrapNoSeccomp
+		if e.seccomp {
+			e.notes = append(e.notes, fmt.Sprintf("the filter was given to bubblewrap but init reports Seccomp: %q", st.seccomp))
+		}
+	}
+	res.LimitsEnforced = limits
+	if !gone {
+		res.LimitsEnforced.DaemonKill = Limit{}
+		e.notes = append(e.notes, "a process of the sandbox was still alive 5s after the command ended")
+	}
+	res.ProtectedCreated = CreatedSince(e.absent)
+	oom := e.cg.oomKills()
+	code := cmd.ProcessState.ExitCode()
+	switch {
+	case timedOut:
+		res.Status, res.Signal = govern.StatusTimedOut, sig
+		res.Message = fmt.Sprintf("timed out after %v", s.Timeout())
+	case cancelled:
+		res.Status, res.Signal = govern.StatusKilled, sig
+		res.Message = "the run was cancelled"
+	case oom > 0 && code == 128+int(syscall.SIGKILL):
+		res.Status, res.Signal = govern.StatusKilled, "SIGKILL"
+		res.Message = fmt.Sprintf("killed by the memory limit (%d bytes)", s.Limits.MemoryBytes)
+	case code < 0:
+		res.Status = govern.StatusKilled
+		res.Message = fmt.Sprintf("bubblewrap ended abnormally: %v", waitErr)
+	default:
+		res.Status, res.ExitCode = govern.StatusCompleted, &code
+		if oom > 0 {
+			e.notes = append(e.notes, fmt.Sprintf("the memory limit killed %d process(es)", oom))
+		}
+	}
+	return res, false
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// streams returns the command's stdin, stdout and stderr, /dev/null for
+// those not given.
+func (e *execution) streams() (in, out, errf *os.File, err error) {
+	get := func(f *os.File, flag int) (*os.File, error) {
+		if f != nil {
+			return f, nil
+		}
+		n, err := os.OpenFile(os.DevNull, flag, 0)
+		if err == nil {
+			e.parentOnly = append(e.parentOnly, n)
+		}
+		return n, err
+	}
+	if in, err = get(e.stdio.Stdin, os.O_RDONLY); err != nil {
+		return
+	}
+	if out, err = get(e.stdio.Stdout, os.O_WRONLY); err != nil {
+		return
+	}
+	errf, err = get(e.stdio.Stderr, os.O_WRONLY)
+	return
+}
+
+// env is the command's environment: the spec's, plus $MITRITY_CRED_DIR
+// when there are credential files.
+func (e *execution) env() []string {
+	env := slices.Clone(e.spec.Env)
+	if len(e.spec.CredFiles) > 0 {
+		env = slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "MITRITY_CRED_DIR=") })
+		env = append(env, "MITRITY_CRED_DIR="+govern.CredentialDir)
+	}
+	return env
+}
+
+// limitPlan decides, once the cgroup is joined or not, which mechanism
+// holds each bound, and the rlimits init sets on the command.
+func (e *execution) limitPlan(l Layout) (LimitsEnforced, []rlimitConfig) {
+	lim := e.spec.Limits
+	le := LimitsEnforced{DaemonKill: enforced(MechanismPidns)}
+	rl := []rlimitConfig{{Resource: unix.RLIMIT_CORE, Value: 0}}
+	if lim.FileSizeBytes > 0 {
+		rl = append(rl, rlimitConfig{Resource: unix.RLIMIT_FSIZE, Value: uint64(lim.FileSizeBytes)})
+		le.FileSize = enforced(MechanismRlimit)
+	}
+	if lim.Nofile > 0 {
+		rl = append(rl, rlimitConfig{Resource: unix.RLIMIT_NOFILE, Value: uint64(lim.Nofile)})
+	}
+	if lim.TmpfsBytes > 0 && l.Features.TmpfsSize {
+		le.TmpfsSize = enforced(MechanismTmpfs)
+	} else if lim.TmpfsBytes > 0 {
+		e.notes = append(e.notes, "tmpfs size not enforced: bubblewrap older than 0.8.0 has no --size")
+	}
+	if lim.MemoryBytes > 0 {
+		if e.cg != nil && e.cg.memory {
+			le.Memory = enforced(MechanismCgroup)
+		} else {
+			rl = append(rl, rlimitConfig{Resource: unix.RLIMIT_AS, Value: uint64(lim.MemoryBytes)})
+			le.Memory = enforced(MechanismRlimit)
+		}
+	}
+	if lim.Pids > 0 {
+		switch {
+		case e.cg != nil && e.cg.pids:
+			le.ProcessCount = enforced(MechanismCgroup)
+		case e.uid != 0:
+			// Counted per user namespace: the sandbox's uid has no other
+			// task in its namespace, so the bound is the run's own.
+			rl = append(rl, rlimitConfig{Resource: unix.RLIMIT_NPROC, Value: uint64(lim.Pids)})
+			le.ProcessCount = enforced(MechanismRlimit)
+		default:
+			e.notes = append(e.notes, "process count not enforced: no cgroup ("+e.cgReason+") and RLIMIT_NPROC does not bind uid 0")
+		}
+	}
+	if e.cgReason != "" && ((lim.MemoryBytes > 0 && le.Memory.Mechanism != MechanismCgroup) || (lim.Pids > 0 && le.ProcessCount.Mechanism == MechanismRlimit)) {
+		e.notes = append(e.notes, "no cgroup, rlimits instead: "+e.cgReason)
+	}
+	return le, rl
+}
+
+// readInfo returns the pid bubblewrap reports on its info descriptor, or
+// 0 when it wrote none (it failed before creating the sandbox).
+func readInfo(r io.Reader) int {
+	var info struct {
+		ChildPid int `json:"child-pid"`
+	}
+	if err := json.NewDecoder(r).Decode(&info); err != nil {
+		return 0
+	}
+	return info.ChildPid
+}
+
+func readCapped(r io.Reader, n int64) string {
+	var b bytes.Buffer
+	io.Copy(&b, io.LimitReader(r, n))
+	io.Copy(io.Discard, r)
+	return b.String()
+}
+
+func readStatuses(r io.Reader) []initStatus {
+	var out []initStatus
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		var s initStatus
+		if json.Unmarshal(sc.Bytes(), &s) == nil {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// statusSummary is what init reported.
+type statusSummary struct {
+	exec    bool
+	execErr string // an error after the exec line: execve failed
+	err     string // an error before it
+	reason  govern.Reason
+	seccomp string
+}
+
+func summarize(ss []initStatus) statusSummary {
+	var out statusSummary
+	for _, s := range ss {
+		switch {
+		case s.Exec:
+			out.exec, out.seccomp = true, s.Seccomp
+		case s.Error != "" && out.exec:
+			out.execErr, out.reason = s.Error, s.Reason
+		case s.Error != "":
+			out.err, out.reason = s.Error, s.Reason
+		}
+	}
+	return out
+}
+
+// sandboxProc is the sandbox's first process (pid 1 of its namespace):
+// while it lives, the sandbox does.
+type sandboxProc struct {
+	pid   int
+	pidfd int
+}
+
+func (p *sandboxProc) kill() {
+	if p.pidfd >= 0 {
+		unix.PidfdSendSignal(p.pidfd, unix.SIGKILL, nil, 0)
+	} else if p.pid > 0 {
+		unix.Kill(p.pid, unix.SIGKILL)
+	}
+}
+
+// reap kills what is left of the sandbox and waits until its pid 1 is gone:
+// the kernel has then killed and reaped every process of the namespace. It
+// reports whether that happened within d.
+func (p *sandboxProc) reap(d time.Duration) bool {
+	if p.pid <= 0 {
+		return true
+	}
+	p.kill()
+	if p.pidfd >= 0 {
+		fds := []unix.PollFd{{Fd: int32(p.pidfd), Events: unix.POLLIN}}
+		deadline := time.Now().Add(d)
+		for {
+			n, err := unix.Poll(fds, int(time.Until(deadline).Milliseconds()))
+			if err == unix.EINTR {
+				continue
+			}
+			return err == nil && n > 0
+		}
+	}
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		if err := unix.Kill(p.pid, 0); errors.Is(err, unix.ESRCH) {
+			return true
+		}
+	}
+	return false
+}
+
+// terminate sends SIGTERM to every process of the sandbox but its pid 1,
+// waits the grace period for bubblewrap to report the command's end, then
+// kills the sandbox. It returns the signal that ended the run.
+func (e *execution) terminate(p *sandboxProc, cmd *exec.Cmd, waited <-chan error) (string, error) {
+	for _, pid := range descendants(p.pid) {
+		unix.Kill(pid, unix.SIGTERM)
+	}
+	grace := time.NewTimer(e.spec.KillGrace())
+	defer grace.Stop()
+	select {
+	case err := <-waited:
+		return "SIGTERM", err
+	case <-grace.C:
+	}
+	p.kill()
+	cmd.Process.Kill()
+	return "SIGKILL", <-waited
+}
+
+// descendants lists every process below pid on the host, from /proc.
+func descendants(root int) []int {
+	if root <= 0 {
+		return nil
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	children := map[int][]int{}
+	for _, en := range entries {
+		pid, err := strconv.Atoi(en.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + en.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 2 {
+			continue
+		}
+		if ppid, err := strconv.Atoi(f[1]); err == nil {
+			children[ppid] = append(children[ppid], pid)
+		}
+	}
+	var out []int
+	queue := []int{root}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, c := range children[p] {
+			out = append(out, c)
+			queue = append(queue, c)
+		}
+	}
+	return out
+}
