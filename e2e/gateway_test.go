@@ -55,6 +55,10 @@ type world struct {
 }
 
 func newWorld(t *testing.T, asUser bool, policyYAML string) *world {
+	return newWorldBackend(t, asUser, policyYAML, "none")
+}
+
+func newWorldBackend(t *testing.T, asUser bool, policyYAML, backend string) *world {
 	t.Helper()
 	uid, gid := ensureUser(t)
 	base, err := os.MkdirTemp("", "mitrity-e2e-")
@@ -68,9 +72,12 @@ func newWorld(t *testing.T, asUser bool, policyYAML string) *world {
 		admin: filepath.Join(base, "admin"), bin: filepath.Join(base, "mitrity-gateway")}
 	must(t, os.Mkdir(w.ws, 0o777))
 	must(t, os.Chmod(w.ws, 0o777))
-	b, err := os.ReadFile(binPath(t, "mitrity-gateway"))
-	must(t, err)
-	must(t, os.WriteFile(w.bin, b, 0o755))
+	// The gateway finds mitrity-sandboxrun beside itself.
+	for _, name := range []string{"mitrity-gateway", "mitrity-sandboxrun"} {
+		b, err := os.ReadFile(binPath(t, name))
+		must(t, err)
+		must(t, os.WriteFile(filepath.Join(base, name), b, 0o755))
+	}
 	runAs := ""
 	if asUser {
 		w.asUser = &syscall.Credential{Uid: uid, Gid: gid}
@@ -79,7 +86,7 @@ func newWorld(t *testing.T, asUser bool, policyYAML string) *world {
 		runAs = "  run_as: " + testUser + "\n"
 	}
 	cfg := "exec:\n  enabled: true\n  shell: /bin/bash\n  default_cwd: " + w.ws + "\n" + runAs +
-		"  sandbox:\n    backend: none\n  env:\n    agent_settable: [DEPLOY_ENV, API_TOKEN]\n" +
+		"  sandbox:\n    backend: " + backend + "\n  env:\n    agent_settable: [DEPLOY_ENV, API_TOKEN]\n" +
 		"credentials:\n  github_token:\n    env: E2E_GITHUB_TOKEN\n  other_token:\n    env: E2E_OTHER_TOKEN\n" +
 		"policy: policy.yaml\naudit:\n  path: " + w.audit + "\n"
 	must(t, os.WriteFile(w.cfg, []byte(cfg), 0o644))

@@ -269,10 +269,10 @@ const (
 	MechanismCgroup Mechanism = "cgroup" // a delegated cgroup v2
 	MechanismRlimit Mechanism = "rlimit" // setrlimit in the sandbox helper
 	MechanismPidNS  Mechanism = "pidns"  // a pid namespace: its init's death kills every descendant
-	MechanismMount  Mechanism = "mount"  // the size= option of the private tmpfs
+	MechanismTmpfs  Mechanism = "tmpfs"  // the size= option of the private tmpfs
 )
 
-var mechanisms = []Mechanism{MechanismNone, MechanismCgroup, MechanismRlimit, MechanismPidNS, MechanismMount}
+var mechanisms = []Mechanism{MechanismNone, MechanismCgroup, MechanismRlimit, MechanismPidNS, MechanismTmpfs}
 
 func (o *Outcome) UnmarshalText(b []byte) error   { return parseWord("decision.outcome", b, outcomes, o) }
 func (s *Surface) UnmarshalText(b []byte) error   { return parseWord("surface", b, surfaces, s) }

@@ -87,7 +87,7 @@ func completedRecord() Record {
 			Limits: map[Limit]LimitEnforcement{
 				LimitProcessCount: {true, MechanismCgroup},
 				LimitMemory:       {true, MechanismCgroup},
-				LimitTmpfsSize:    {true, MechanismMount},
+				LimitTmpfsSize:    {true, MechanismTmpfs},
 				LimitFileSize:     {true, MechanismRlimit},
 				LimitDaemonKill:   {true, MechanismPidNS},
 			},

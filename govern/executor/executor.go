@@ -23,6 +23,7 @@ import (
 
 	"github.com/mitrity/mitrity/govern"
 	"github.com/mitrity/mitrity/govern/plan"
+	"github.com/mitrity/mitrity/govern/sandbox"
 )
 
 // DefaultKillGrace is how long a process has between SIGTERM and SIGKILL.
@@ -57,13 +58,35 @@ type Result struct {
 	// killed when it ended (false in mode none: a process that calls
 	// setsid leaves the process group).
 	DaemonKill bool
+	// Limits says which bounds held, by the sandbox's account; nil in
+	// mode none, where none of them is enforced.
+	Limits *sandbox.LimitsEnforced
+	// ProtectedCreated lists protected paths the command created.
+	ProtectedCreated []string
 }
 
 // Executor runs plans, at most MaxConcurrent at once.
 type Executor struct {
 	sem       chan struct{}
 	killGrace time.Duration
+	// sandbox runs bubblewrap modes; nil means only mode none can run.
+	sandbox *Sandbox
 }
+
+// Sandbox is how the executor reaches the bubblewrap backend.
+type Sandbox struct {
+	// Helper is mitrity-sandboxrun, whose init runs inside the sandbox.
+	Helper  string
+	Bwrap   sandbox.Bwrap
+	Seccomp sandbox.SeccompMode
+	Limits  sandbox.Limits
+	// DenyPaths are masked on top of the mandatory deny set: the gateway's
+	// own config, policy, audit log and credential sources.
+	DenyPaths []string
+}
+
+// WithSandbox lets the executor run the bubblewrap modes.
+func WithSandbox(s Sandbox) Option { return func(e *Executor) { e.sandbox = &s } }
 
 // Option configures an Executor.
 type Option func(*Executor)
@@ -98,13 +121,17 @@ func (e *Executor) Run(ctx context.Context, p *plan.Plan, mode govern.SandboxMod
 	default:
 		return neverRan(r, govern.ReasonConcurrencyLimit, fmt.Sprintf("%d executions are already running; try again when one finishes", cap(e.sem)))
 	}
-	if mode != govern.SandboxNone {
+	sandboxed := mode == govern.SandboxBubblewrap || mode == govern.SandboxBubblewrapNoSeccomp
+	if mode != govern.SandboxNone && !(sandboxed && e.sandbox != nil) {
 		r.Status, r.Reason = govern.StatusFailedToStart, govern.ReasonSpawnError
-		r.Message = fmt.Sprintf("sandbox mode %s is not run by this executor", mode)
+		r.Message = fmt.Sprintf("sandbox mode %s is not available to this executor", mode)
 		return r
 	}
 	if err := checkCwd(p); err != nil {
 		return neverRan(r, govern.ReasonCwdOutsideWorkspace, err.Error())
+	}
+	if sandboxed {
+		return e.runSandboxed(ctx, p, creds, r, stdout, stderr)
 	}
 	if err := checkPins(p); err != nil {
 		return neverRan(r, govern.ReasonPinMismatch, err.Error())

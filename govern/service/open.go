@@ -75,8 +75,15 @@ func Open(cfg *config.Config, logger zerolog.Logger, opts ...pipeline.Option) (*
 		w.Close()
 		return nil, fmt.Errorf("notifications: %w", err)
 	}
-	return New(Deps{Config: cfg, Pipeline: pipe, Executor: executor.New(cfg.Exec.Limits.MaxConcurrent),
-		Audit: w, Notifier: n, Logger: logger, Home: home, RunAs: runAs}), nil
+	backend := selectBackend(cfg, pol)
+	var xopts []executor.Option
+	if backend.available {
+		xopts = append(xopts, executor.WithSandbox(backend.sandbox))
+	}
+	svc := New(Deps{Config: cfg, Pipeline: pipe, Executor: executor.New(cfg.Exec.Limits.MaxConcurrent, xopts...),
+		Audit: w, Notifier: n, Logger: logger, Home: home, RunAs: runAs})
+	svc.backend = backend
+	return svc, nil
 }
 
 // Pipeline is the service's pipeline (its hold queue is served on the

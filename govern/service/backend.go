@@ -1,0 +1,97 @@
+package service
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/mitrity/mitrity/govern/config"
+	"github.com/mitrity/mitrity/govern/executor"
+	"github.com/mitrity/mitrity/govern/policy"
+	"github.com/mitrity/mitrity/govern/sandbox"
+)
+
+// backend is the kernel sandbox this gateway can use, found at start.
+type backend struct {
+	available bool
+	// reason says why it is not available (the probe's reason and remedy).
+	reason  string
+	sandbox executor.Sandbox
+}
+
+// selectBackend probes the host for exec.sandbox.backend. auto and
+// bubblewrap use bubblewrap through mitrity-sandboxrun when the probe
+// passes; none, seatbelt on Linux, or a failed probe leave no backend.
+func selectBackend(cfg *config.Config, pol *policy.Policy) backend {
+	switch cfg.Exec.Sandbox.Backend {
+	case config.BackendNone:
+		return backend{reason: "exec.sandbox.backend is none"}
+	case config.BackendSeatbelt:
+		return backend{reason: "the seatbelt backend is macOS only"}
+	}
+	if runtime.GOOS != "linux" {
+		return backend{reason: "no sandbox backend on " + runtime.GOOS}
+	}
+	helper := sandboxHelper()
+	if helper == "" {
+		return backend{reason: "mitrity-sandboxrun was not found next to the gateway or in PATH"}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	rep := sandbox.Probe(ctx, sandbox.WithHelper(helper))
+	seccomp := sandbox.SeccompMode(cfg.Exec.Sandbox.Seccomp)
+	for _, c := range rep.Checks {
+		if c.OK {
+			continue
+		}
+		switch {
+		case c.Name == sandbox.CheckCgroups:
+			continue // reported per run as limits not enforced
+		case c.Name == sandbox.CheckSeccomp && seccomp != sandbox.SeccompRequired:
+			continue // preferred falls back per run; off never installs it
+		}
+		msg := c.Name + ": " + c.Reason
+		if c.Remedy != "" {
+			msg += " (remedy: " + c.Remedy + ")"
+		}
+		return backend{reason: msg}
+	}
+	// The gateway's own files are unreadable inside the sandbox.
+	deny := []string{cfg.File, cfg.Policy, filepath.Dir(cfg.Audit.Path)}
+	for _, src := range cfg.Credentials {
+		if src.File != "" {
+			deny = append(deny, src.File)
+		}
+	}
+	var paths []string
+	for _, d := range deny {
+		if d != "" && d != "." {
+			paths = append(paths, d)
+		}
+	}
+	l := cfg.Exec.Limits
+	return backend{available: true, sandbox: executor.Sandbox{
+		Helper: helper, Bwrap: sandbox.Bwrap{Path: rep.BwrapPath, Version: rep.BwrapVersion}, Seccomp: seccomp,
+		Limits:    sandbox.Limits{MemoryBytes: l.MemoryBytes, Pids: int64(l.Pids), TmpfsBytes: l.TmpfsBytes, FileSizeBytes: l.FileSizeBytes, Nofile: 1024},
+		DenyPaths: paths,
+	}}
+}
+
+// sandboxHelper finds mitrity-sandboxrun: beside the running binary (make
+// build installs them together), else in PATH.
+func sandboxHelper() string {
+	if self, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(self), "mitrity-sandboxrun")
+		if fi, err := os.Stat(p); err == nil && fi.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	if p, err := exec.LookPath("mitrity-sandboxrun"); err == nil && strings.HasPrefix(p, "/") {
+		return p
+	}
+	return ""
+}
