@@ -16,6 +16,7 @@ import (
 
 const sandboxPolicy = `default_agent:
   profile: dev
+  destinations: ["allowed.invalid"]
 profiles:
   dev:
     sandbox_required: true
@@ -115,6 +116,30 @@ func attacks(t *testing.T, w *world) {
 	time.Sleep(200 * time.Millisecond)
 	if n := accepted.Load(); n != 0 {
 		t.Errorf("the host listener got %d connections from the sandbox", n)
+	}
+
+	// Through the proxy: a destination off the allowlist and the metadata
+	// endpoint are refused and land on the audit event; around it there is
+	// no route at all.
+	before := len(w.events(t))
+	r = w.exec(t, "--", "curl -s -o /dev/null --max-time 5 https://denied.invalid/; curl -s -o /dev/null --max-time 5 http://169.254.169.254/latest/meta-data/; curl -s --noproxy '*' --max-time 2 http://127.0.0.1:"+port+"/ || echo noroute")
+	if !strings.Contains(r.stdout, "noroute") {
+		t.Errorf("bypassing the proxy reached something: %+v", r)
+	}
+	evs := w.events(t)
+	if len(evs) != before+1 {
+		t.Fatalf("%d events after one call", len(evs)-before)
+	}
+	last := evs[len(evs)-1]
+	if d := field(last, "data", "execution", "egress", "denied"); d != float64(2) {
+		t.Errorf("egress denied %v, want 2: %v", d, field(last, "data", "execution", "egress"))
+	}
+	hosts := fmt.Sprint(field(last, "data", "execution", "egress", "denied_hosts"))
+	if !strings.Contains(hosts, "denied.invalid:443") || !strings.Contains(hosts, "169.254.169.254:80") {
+		t.Errorf("denied hosts: %s", hosts)
+	}
+	if n := accepted.Load(); n != 0 {
+		t.Errorf("the host listener got %d connections", n)
 	}
 
 	// A setsid daemon does not outlive the run.

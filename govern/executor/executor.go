@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/mitrity/mitrity/govern"
+	"github.com/mitrity/mitrity/govern/egress"
 	"github.com/mitrity/mitrity/govern/plan"
 	"github.com/mitrity/mitrity/govern/sandbox"
 )
@@ -63,6 +64,8 @@ type Result struct {
 	Limits *sandbox.LimitsEnforced
 	// ProtectedCreated lists protected paths the command created.
 	ProtectedCreated []string
+	// Egress is the proxy's report; nil when there was no proxy.
+	Egress *egress.Report
 }
 
 // Executor runs plans, at most MaxConcurrent at once.
@@ -83,6 +86,10 @@ type Sandbox struct {
 	// DenyPaths are masked on top of the mandatory deny set: the gateway's
 	// own config, policy, audit log and credential sources.
 	DenyPaths []string
+	// Egress is the proxy configuration every run starts from; each plan
+	// supplies its allowlist. OnDeny sees every refused connection.
+	Egress egress.Config
+	OnDeny func(egress.Denial)
 }
 
 // WithSandbox lets the executor run the bubblewrap modes.

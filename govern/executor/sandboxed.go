@@ -4,9 +4,11 @@ import (
 	"context"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/mitrity/mitrity/govern"
+	"github.com/mitrity/mitrity/govern/egress"
 	"github.com/mitrity/mitrity/govern/plan"
 	"github.com/mitrity/mitrity/govern/sandbox"
 )
@@ -15,7 +17,7 @@ import (
 // sandbox binds the judged script bytes over their paths, materialises the
 // credential files in a private tmpfs, enforces the timeout and limits,
 // and kills every process the command started when it ends.
-func (e *Executor) runSandboxed(ctx context.Context, p *plan.Plan, creds map[string]string, r Result, stdout, stderr io.Writer) Result {
+func (e *Executor) runSandboxed(ctx context.Context, p *plan.Plan, creds map[string]string, r Result, stdout, stderr io.Writer) (res Result) {
 	env := p.Env()
 	for name, id := range p.CredentialEnv() {
 		v, ok := creds[id]
@@ -50,6 +52,25 @@ func (e *Executor) runSandboxed(ctx context.Context, p *plan.Plan, creds map[str
 	}
 	r.CredentialsInjected = p.CredentialIDs()
 
+	// The run's only way out: an allowlist proxy on a private Unix socket,
+	// reached through the sandbox's loopback bridge. An empty allowlist is
+	// no network at all.
+	if allow := p.Egress(); len(allow) > 0 {
+		proxy, sock, cleanup, err := e.startProxy(allow)
+		if err != nil {
+			r.Status, r.Reason, r.Message = govern.StatusFailedToStart, govern.ReasonSpawnError, "egress proxy: "+err.Error()
+			return r
+		}
+		defer func() {
+			// After the return value is set: the report is complete once
+			// the proxy is closed.
+			cleanup()
+			rep := proxy.Report()
+			res.Egress = &rep
+		}()
+		spec.ProxySocket = sock
+	}
+
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		r.Status, r.Reason, r.Message = govern.StatusFailedToStart, govern.ReasonSpawnError, err.Error()
@@ -75,7 +96,7 @@ func (e *Executor) runSandboxed(ctx context.Context, p *plan.Plan, creds map[str
 	go func() { r.Stdout = capCopy(stdout, outR, p.OutputMaxBytes()); copied <- struct{}{} }()
 	go func() { r.Stderr = capCopy(stderr, errR, p.OutputMaxBytes()); copied <- struct{}{} }()
 
-	res := sandbox.Run(ctx, spec, stdio, sandbox.WithHelper(e.sandbox.Helper))
+	sres := sandbox.Run(ctx, spec, stdio, sandbox.WithHelper(e.sandbox.Helper))
 	outW.Close()
 	errW.Close()
 	drain := time.NewTimer(2 * time.Second)
@@ -92,16 +113,46 @@ func (e *Executor) runSandboxed(ctx context.Context, p *plan.Plan, creds map[str
 	outR.Close()
 	errR.Close()
 
-	r.Status, r.Reason, r.Message, r.ExitCode = res.Status, res.Reason, res.Message, res.ExitCode
-	r.Duration = time.Duration(res.DurationMS) * time.Millisecond
-	r.TimedOut = res.Status == govern.StatusTimedOut
-	if res.SandboxMode.Valid() {
-		r.SandboxMode = res.SandboxMode
+	r.Status, r.Reason, r.Message, r.ExitCode = sres.Status, sres.Reason, sres.Message, sres.ExitCode
+	r.Duration = time.Duration(sres.DurationMS) * time.Millisecond
+	r.TimedOut = sres.Status == govern.StatusTimedOut
+	if sres.SandboxMode.Valid() {
+		r.SandboxMode = sres.SandboxMode
 	}
-	r.PinMethod = res.PinMethod
-	limits := res.LimitsEnforced
+	r.PinMethod = sres.PinMethod
+	limits := sres.LimitsEnforced
 	r.Limits = &limits
 	r.DaemonKill = limits.DaemonKill.Enforced
-	r.ProtectedCreated = res.ProtectedCreated
+	r.ProtectedCreated = sres.ProtectedCreated
 	return r
+}
+
+// startProxy serves the allowlist on a fresh socket in a private directory.
+func (e *Executor) startProxy(allow []string) (*egress.Proxy, string, func(), error) {
+	cfg := e.sandbox.Egress
+	cfg.Allow = allow
+	checker, err := egress.NewChecker(cfg)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	var opts []egress.ProxyOption
+	if e.sandbox.OnDeny != nil {
+		opts = append(opts, egress.WithDenialHook(e.sandbox.OnDeny))
+	}
+	proxy, err := egress.NewProxy(checker, opts...)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	dir, err := os.MkdirTemp("", "mitrity-egress-")
+	if err != nil {
+		return nil, "", nil, err
+	}
+	sock := filepath.Join(dir, "proxy.sock")
+	ln, err := egress.ListenUnix(sock)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, "", nil, err
+	}
+	go proxy.Serve(ln)
+	return proxy, sock, func() { proxy.Close(); os.RemoveAll(dir) }, nil
 }

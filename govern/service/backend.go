@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mitrity/mitrity/govern/config"
+	"github.com/mitrity/mitrity/govern/egress"
 	"github.com/mitrity/mitrity/govern/executor"
 	"github.com/mitrity/mitrity/govern/policy"
 	"github.com/mitrity/mitrity/govern/sandbox"
@@ -74,7 +75,12 @@ func selectBackend(cfg *config.Config, pol *policy.Policy) backend {
 		}
 	}
 	l := cfg.Exec.Limits
+	eg := egress.Config{DeniedCIDRs: cfg.Exec.Egress.DeniedCIDRs, AllowedPrivateCIDRs: cfg.Exec.Egress.AllowedPrivateCIDRs}
+	for _, p := range cfg.Exec.Egress.AllowedPorts {
+		eg.AllowedPorts = append(eg.AllowedPorts, uint16(p))
+	}
 	return backend{available: true, sandbox: executor.Sandbox{
+		Egress: eg,
 		Helper: helper, Bwrap: sandbox.Bwrap{Path: rep.BwrapPath, Version: rep.BwrapVersion}, Seccomp: seccomp,
 		Limits:    sandbox.Limits{MemoryBytes: l.MemoryBytes, Pids: int64(l.Pids), TmpfsBytes: l.TmpfsBytes, FileSizeBytes: l.FileSizeBytes, Nofile: 1024},
 		DenyPaths: paths,

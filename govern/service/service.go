@@ -277,6 +277,9 @@ func (s *Service) execute(ctx context.Context, st *pipeline.State) Result {
 	if r.PinMethod == string(audit.PinBind) {
 		run.PinMethod = audit.PinBind
 	}
+	if r.Egress != nil {
+		run.EgressAllowed, run.EgressDenied, run.DeniedHosts = r.Egress.Allowed, r.Egress.Denied, r.Egress.DeniedHosts
+	}
 	if r.ExitCode != nil {
 		run.ExitCode = *r.ExitCode
 	}
