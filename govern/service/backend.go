@@ -12,7 +12,6 @@ import (
 	"github.com/mitrity/mitrity/govern/config"
 	"github.com/mitrity/mitrity/govern/egress"
 	"github.com/mitrity/mitrity/govern/executor"
-	"github.com/mitrity/mitrity/govern/policy"
 	"github.com/mitrity/mitrity/govern/sandbox"
 )
 
@@ -27,7 +26,7 @@ type backend struct {
 // selectBackend probes the host for exec.sandbox.backend. auto and
 // bubblewrap use bubblewrap through mitrity-sandboxrun when the probe
 // passes; none, seatbelt on Linux, or a failed probe leave no backend.
-func selectBackend(cfg *config.Config, pol *policy.Policy) backend {
+func selectBackend(cfg *config.Config) backend {
 	switch cfg.Exec.Sandbox.Backend {
 	case config.BackendNone:
 		return backend{reason: "exec.sandbox.backend is none"}
@@ -43,7 +42,11 @@ func selectBackend(cfg *config.Config, pol *policy.Policy) backend {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	rep := sandbox.Probe(ctx, sandbox.WithHelper(helper))
+	return backendFrom(cfg, helper, sandbox.Probe(ctx, sandbox.WithHelper(helper)))
+}
+
+// backendFrom decides from a probe report.
+func backendFrom(cfg *config.Config, helper string, rep sandbox.ProbeReport) backend {
 	seccomp := sandbox.SeccompMode(cfg.Exec.Sandbox.Seccomp)
 	for _, c := range rep.Checks {
 		if c.OK {

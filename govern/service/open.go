@@ -75,7 +75,7 @@ func Open(cfg *config.Config, logger zerolog.Logger, opts ...pipeline.Option) (*
 		w.Close()
 		return nil, fmt.Errorf("notifications: %w", err)
 	}
-	backend := selectBackend(cfg, pol)
+	backend := selectBackend(cfg)
 	var xopts []executor.Option
 	if backend.available {
 		xopts = append(xopts, executor.WithSandbox(backend.sandbox))

@@ -1,0 +1,99 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/mitrity/mitrity/govern/config"
+	"github.com/mitrity/mitrity/govern/sandbox"
+)
+
+// Check is one line of the doctor's report.
+type Check struct {
+	Name   string `json:"name"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail,omitempty"`
+	Remedy string `json:"remedy,omitempty"`
+}
+
+// Doctor checks the host against the config: the shell, the default
+// working directory, the sandbox backend and why, seccomp, cgroups, each
+// credential source (id and ok/failed only: a value is fetched and
+// dropped, never printed) and the audit sink. It needs no control plane
+// and never runs an agent command. OK is true only when everything the
+// config asks for can be enforced.
+func Doctor(ctx context.Context, cfg *config.Config) (checks []Check, ok bool) {
+	add := func(c Check) { checks = append(checks, c) }
+	add(Check{Name: "shell", OK: cfg.Exec.Dialect() != "", Detail: fmt.Sprintf("%s (dialect %s)", cfg.Exec.Shell, cfg.Exec.Dialect())})
+	if fi, err := os.Stat(cfg.Exec.DefaultCwd); err == nil && fi.IsDir() {
+		add(Check{Name: "default_cwd", OK: true, Detail: cfg.Exec.DefaultCwd})
+	} else {
+		add(Check{Name: "default_cwd", Detail: fmt.Sprintf("%s: not a directory", cfg.Exec.DefaultCwd), Remedy: "create it or change exec.default_cwd"})
+	}
+
+	helper := sandboxHelper()
+	switch {
+	case cfg.Exec.Sandbox.Backend == config.BackendNone:
+		add(Check{Name: "sandbox_backend", OK: true, Detail: "none (configured): commands run without kernel isolation, or are denied sandbox_unavailable where a profile requires a sandbox"})
+	case helper == "":
+		add(Check{Name: "sandbox_backend", Detail: "mitrity-sandboxrun was not found next to the gateway or in PATH", Remedy: "install mitrity-sandboxrun beside mitrity-gateway (make build does)"})
+	default:
+		pctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		rep := sandbox.Probe(pctx, sandbox.WithHelper(helper))
+		cancel()
+		b := backendFrom(cfg, helper, rep)
+		detail := fmt.Sprintf("bubblewrap %s at %s", rep.BwrapVersion, rep.BwrapPath)
+		if !b.available {
+			detail = b.reason
+		}
+		add(Check{Name: "sandbox_backend", OK: b.available, Detail: detail + " (requested: " + string(cfg.Exec.Sandbox.Backend) + ")"})
+		for _, c := range rep.Checks {
+			ck := Check{Name: c.Name, OK: c.OK, Detail: c.Detail, Remedy: c.Remedy}
+			if !c.OK && c.Reason != "" {
+				ck.Detail = c.Reason
+			}
+			// Seccomp matters only where the config requires it; cgroups are
+			// reported (limits fall back to rlimits) but do not fail the host.
+			if !c.OK && (c.Name == sandbox.CheckCgroups || c.Name == sandbox.CheckSeccomp && cfg.Exec.Sandbox.Seccomp != config.SeccompRequired) {
+				ck.Name += " (not required)"
+				ck.OK = true
+			}
+			add(ck)
+		}
+	}
+
+	ids := make([]string, 0, len(cfg.Credentials))
+	for id := range cfg.Credentials {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		fctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		_, err := cfg.Credentials[id].Fetch(fctx)
+		cancel()
+		c := Check{Name: "credential " + id, OK: err == nil, Detail: cfg.Credentials[id].Kind()}
+		if err != nil {
+			c.Detail += ": " + err.Error()
+		}
+		add(c)
+	}
+
+	dir := filepath.Dir(cfg.Audit.Path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		add(Check{Name: "audit", Detail: err.Error(), Remedy: "make " + dir + " writable or change audit.path"})
+	} else if f, err := os.OpenFile(cfg.Audit.Path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err != nil {
+		add(Check{Name: "audit", Detail: err.Error(), Remedy: "make " + cfg.Audit.Path + " writable or change audit.path"})
+	} else {
+		f.Close()
+		add(Check{Name: "audit", OK: true, Detail: cfg.Audit.Path + " is writable"})
+	}
+	ok = true
+	for _, c := range checks {
+		ok = ok && c.OK
+	}
+	return checks, ok
+}
