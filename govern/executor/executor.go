@@ -266,20 +266,13 @@ func argv(p *plan.Plan) []string {
 }
 
 func (e *Executor) start(ctx context.Context, p *plan.Plan, env []string, r Result, stdout, stderr io.Writer) Result {
-	outR, outW, err := os.Pipe()
+	st, err := newStreams()
 	if err != nil {
-		r.Status, r.Reason, r.Message = govern.StatusFailedToStart, govern.ReasonSpawnError, err.Error()
-		return r
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
 		r.Status, r.Reason, r.Message = govern.StatusFailedToStart, govern.ReasonSpawnError, err.Error()
 		return r
 	}
 	args := argv(p)
-	cmd := &exec.Cmd{Path: args[0], Args: args, Env: env, Dir: p.Cwd(), Stdout: outW, Stderr: errW}
+	cmd := &exec.Cmd{Path: args[0], Args: args, Env: env, Dir: p.Cwd(), Stdout: st.outW, Stderr: st.errW}
 	if in := p.Stdin(); in != nil {
 		cmd.Stdin = bytes.NewReader(in)
 	}
@@ -292,20 +285,13 @@ func (e *Executor) start(ctx context.Context, p *plan.Plan, env []string, r Resu
 	}
 	started := time.Now()
 	if err := cmd.Start(); err != nil {
-		outR.Close()
-		outW.Close()
-		errR.Close()
-		errW.Close()
+		st.abort()
 		r.Status, r.Reason, r.Message = govern.StatusFailedToStart, govern.ReasonSpawnError, err.Error()
 		return r
 	}
-	outW.Close()
-	errW.Close()
+	st.closeWriters()
+	st.copy(stdout, stderr, p.OutputMaxBytes())
 	pgid := cmd.Process.Pid
-
-	copied := make(chan struct{}, 2)
-	go func() { r.Stdout = capCopy(stdout, outR, p.OutputMaxBytes()); copied <- struct{}{} }()
-	go func() { r.Stderr = capCopy(stderr, errR, p.OutputMaxBytes()); copied <- struct{}{} }()
 
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
@@ -326,20 +312,7 @@ func (e *Executor) start(ctx context.Context, p *plan.Plan, env []string, r Resu
 	r.Duration = time.Since(started)
 	// Nothing the command started may outlive it.
 	syscall.Kill(-pgid, syscall.SIGKILL)
-	drain := time.NewTimer(time.Second)
-	for i := 0; i < 2; i++ {
-		select {
-		case <-copied:
-		case <-drain.C:
-			// A process that left the group still holds a pipe open.
-			outR.Close()
-			errR.Close()
-			<-copied
-		}
-	}
-	drain.Stop()
-	outR.Close()
-	errR.Close()
+	r.Stdout, r.Stderr = st.finish(time.Second)
 	r.DaemonKill = false // mode none: a setsid'ed process escapes the group
 
 	switch {

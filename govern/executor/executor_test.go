@@ -261,3 +261,11 @@ func TestRunAs(t *testing.T) {
 	_, err = plan.New(spec{Shell: "/bin/sh", Dialect: shell.DialectSh, CommandSHA256: "x", Cwd: "/", Timeout: time.Second, OutputMaxBytes: 1, RunAs: &plan.User{UID: 0}})
 	assert.ErrorContains(t, err, "never run as root")
 }
+
+func TestSpawnError(t *testing.T) {
+	t.Parallel()
+	p := newPlan(t, func(s *spec) { s.Shell = "/nonexistent/bash" })
+	r, _, _ := run(t, New(1), p, nil)
+	assert.Equal(t, r.Status, govern.StatusFailedToStart)
+	assert.Equal(t, r.Reason, govern.ReasonSpawnError)
+}

@@ -71,19 +71,12 @@ func (e *Executor) runSandboxed(ctx context.Context, p *plan.Plan, creds map[str
 		spec.ProxySocket = sock
 	}
 
-	outR, outW, err := os.Pipe()
+	st, err := newStreams()
 	if err != nil {
 		r.Status, r.Reason, r.Message = govern.StatusFailedToStart, govern.ReasonSpawnError, err.Error()
 		return r
 	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		r.Status, r.Reason, r.Message = govern.StatusFailedToStart, govern.ReasonSpawnError, err.Error()
-		return r
-	}
-	stdio := sandbox.Stdio{Stdout: outW, Stderr: errW}
+	stdio := sandbox.Stdio{Stdout: st.outW, Stderr: st.errW}
 	if in := p.Stdin(); in != nil {
 		inR, inW, err := os.Pipe()
 		if err == nil {
@@ -92,26 +85,9 @@ func (e *Executor) runSandboxed(ctx context.Context, p *plan.Plan, creds map[str
 			defer inR.Close()
 		}
 	}
-	copied := make(chan struct{}, 2)
-	go func() { r.Stdout = capCopy(stdout, outR, p.OutputMaxBytes()); copied <- struct{}{} }()
-	go func() { r.Stderr = capCopy(stderr, errR, p.OutputMaxBytes()); copied <- struct{}{} }()
-
+	st.copy(stdout, stderr, p.OutputMaxBytes())
 	sres := sandbox.Run(ctx, spec, stdio, sandbox.WithHelper(e.sandbox.Helper))
-	outW.Close()
-	errW.Close()
-	drain := time.NewTimer(2 * time.Second)
-	for i := 0; i < 2; i++ {
-		select {
-		case <-copied:
-		case <-drain.C:
-			outR.Close()
-			errR.Close()
-			<-copied
-		}
-	}
-	drain.Stop()
-	outR.Close()
-	errR.Close()
+	r.Stdout, r.Stderr = st.finish(2 * time.Second)
 
 	r.Status, r.Reason, r.Message, r.ExitCode = sres.Status, sres.Reason, sres.Message, sres.ExitCode
 	r.Duration = time.Duration(sres.DurationMS) * time.Millisecond
