@@ -26,6 +26,7 @@ type Config struct {
 	Policy        string
 	Audit         Audit
 	Notifications Notifications
+	ThreatIntel   ThreatIntel
 
 	doc *yamlfile.Doc // positions for Validate; nil when built in code
 }
@@ -150,6 +151,14 @@ type Audit struct {
 	Path string
 }
 
+// ThreatIntel is the local threat-intel feed: hosts, script hashes and
+// command patterns a call is denied for. An empty Feed means none.
+type ThreatIntel struct {
+	Feed string // absolute path of the feed file
+	// ReloadSeconds is how often the file is checked for changes.
+	ReloadSeconds int
+}
+
 // Notifications are the sinks for execution.sandbox_degraded and
 // execution.output_redacted.
 type Notifications struct {
@@ -169,17 +178,18 @@ const (
 	MiB = 1 << 20
 	GiB = 1 << 30
 
-	DefaultShell             = "/bin/bash"
-	DefaultMaxTimeoutSeconds = 3600
-	DefaultStdinMaxBytes     = 1 * MiB
-	DefaultOutputMaxBytes    = 1 * MiB
-	DefaultMaxConcurrent     = 4
-	DefaultMemoryBytes       = 2 * GiB
-	DefaultPids              = 512
-	DefaultTmpfsBytes        = 256 * MiB
-	DefaultFileSizeBytes     = 1 * GiB
-	DefaultWebhookTimeout    = 5
-	MaxWebhookTimeout        = 30 // seconds; the notifier's own bound
+	DefaultShell              = "/bin/bash"
+	DefaultMaxTimeoutSeconds  = 3600
+	DefaultStdinMaxBytes      = 1 * MiB
+	DefaultOutputMaxBytes     = 1 * MiB
+	DefaultMaxConcurrent      = 4
+	DefaultMemoryBytes        = 2 * GiB
+	DefaultPids               = 512
+	DefaultTmpfsBytes         = 256 * MiB
+	DefaultFileSizeBytes      = 1 * GiB
+	DefaultWebhookTimeout     = 5
+	DefaultIntelReloadSeconds = 5
+	MaxWebhookTimeout         = 30 // seconds; the notifier's own bound
 )
 
 // DefaultAllowedPorts match an allowlist entry written without a port.

@@ -101,6 +101,7 @@ func TestDefaults(t *testing.T) {
 		},
 		Audit:         Audit{Path: "/home/op/.local/state/mitrity/audit.jsonl"},
 		Notifications: Notifications{Log: true, Webhook: Webhook{TimeoutSeconds: 5}},
+		ThreatIntel:   ThreatIntel{ReloadSeconds: 5},
 	}
 	assert.DeepEqual(t, c, want, cmpConfig...)
 }
@@ -179,6 +180,7 @@ func TestGoodConfigs(t *testing.T) {
 		Policy:        filepath.Join(dir, "policy.yaml"),
 		Audit:         Audit{Path: filepath.Join(dir, "audit", "audit.jsonl")},
 		Notifications: Notifications{Log: false, Webhook: Webhook{URL: "https://hooks.slack.com/services/T0/B0/x", TimeoutSeconds: 10}},
+		ThreatIntel:   ThreatIntel{ReloadSeconds: 5},
 	}
 	assert.DeepEqual(t, full, want, cmpConfig...)
 	assert.Equal(t, full.Exec.Dialect(), "sh")

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"net/netip"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -36,6 +37,7 @@ var checks = []func(*validator){
 	checkCredentials,
 	checkPolicy,
 	checkAudit,
+	checkThreatIntel,
 	checkNotifications,
 }
 
@@ -406,6 +408,18 @@ func checkAudit(v *validator) {
 		v.errorf(path, "required: there is no default when neither $XDG_STATE_HOME nor $HOME is set")
 	case !filepath.IsAbs(p):
 		v.errorf(path, "%q: must be an absolute path", p)
+	}
+}
+
+func checkThreatIntel(v *validator) {
+	t := v.c.ThreatIntel
+	if t.Feed != "" {
+		if _, err := os.Stat(t.Feed); err != nil {
+			v.errorf("threat_intel.feed", "%q: %v", t.Feed, err)
+		}
+	}
+	if t.ReloadSeconds < 1 || t.ReloadSeconds > 3600 {
+		v.errorf("threat_intel.reload_seconds", "%d: want 1 to 3600", t.ReloadSeconds)
 	}
 }
 

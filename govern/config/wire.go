@@ -19,6 +19,12 @@ type wireConfig struct {
 	Policy        *string                    `yaml:"policy"`
 	Audit         *wireAudit                 `yaml:"audit"`
 	Notifications *wireNotifications         `yaml:"notifications"`
+	ThreatIntel   *wireThreatIntel           `yaml:"threat_intel"`
+}
+
+type wireThreatIntel struct {
+	Feed          *string `yaml:"feed"`
+	ReloadSeconds *int    `yaml:"reload_seconds"`
 }
 
 type wireExec struct {
@@ -106,6 +112,7 @@ func defaults(h host) *Config {
 		},
 		Audit:         Audit{Path: h.defaultAuditPath()},
 		Notifications: Notifications{Log: true, Webhook: Webhook{TimeoutSeconds: DefaultWebhookTimeout}},
+		ThreatIntel:   ThreatIntel{ReloadSeconds: DefaultIntelReloadSeconds},
 	}
 }
 
@@ -185,6 +192,12 @@ func (c *Config) overlay(w *wireConfig, doc *yamlfile.Doc, dir string, errs *yam
 	}
 	if w.Audit != nil && w.Audit.Path != nil {
 		c.Audit.Path = resolve(dir, *w.Audit.Path)
+	}
+	if ti := w.ThreatIntel; ti != nil {
+		if ti.Feed != nil {
+			c.ThreatIntel.Feed = resolve(dir, *ti.Feed)
+		}
+		set(&c.ThreatIntel.ReloadSeconds, ti.ReloadSeconds)
 	}
 	if n := w.Notifications; n != nil {
 		set(&c.Notifications.Log, n.Log)

@@ -42,6 +42,10 @@ const (
 	maxDecoded = 4 << 20
 	// quoteMax is how much of a match a Detail quotes.
 	quoteMax = 48
+	// maxFindings caps the report: past a few dozen hits, more of them say
+	// nothing new, and text made of nothing but injections would otherwise
+	// cost time in proportion to its hits.
+	maxFindings = 64
 )
 
 // Scan normalises text, peels encoded layers and returns every finding,
@@ -77,18 +81,29 @@ func (s *scanner) layer(text string, depth int, enc string, at *int) {
 		if at != nil {
 			return *at
 		}
-		return f.offs[i]
+		return int(f.offs[i])
 	}
-	for _, h := range f.hidden {
-		if at != nil {
-			h.Offset = *at
+	// Hidden characters are a finding where they are literally present:
+	// inside an encoded layer they were escapes a person could see (Go and
+	// JSON sources are full of "\u200e"), and tag characters smuggled that
+	// way are decoded and scanned below anyway.
+	if at == nil {
+		for _, h := range f.hidden {
+			s.emit(h.Kind, h.Detail, h.Offset, enc)
 		}
-		s.emit(h.Kind, h.Detail, h.Offset, enc)
 	}
 	lower := f.lower
+	hits := anchors.scan(lower)
 	for _, group := range [][]detector{roleMarkers, overrides} {
 		for _, d := range group {
-			for _, m := range d.re.FindAllStringIndex(lower, -1) {
+			if s.full() {
+				return
+			}
+			limit := maxFindings - len(s.out)
+			if d.keep != nil {
+				limit = len(lower) + 1 // matches keep rejects must not use up the limit
+			}
+			for _, m := range d.find(lower, hits, limit) {
 				if d.keep != nil && !d.keep(lower, m) {
 					continue
 				}
@@ -96,7 +111,10 @@ func (s *scanner) layer(text string, depth int, enc string, at *int) {
 			}
 		}
 	}
-	exfiltration(lower, func(kind Kind, detail string, start int) { s.emit(kind, detail, root(start), enc) })
+	if s.full() {
+		return
+	}
+	exfiltration(lower, hits, maxFindings-len(s.out), func(kind Kind, detail string, start int) { s.emit(kind, detail, root(start), enc) })
 
 	if len(f.tags) > 0 {
 		tagsAt := f.tagsAt
@@ -116,7 +134,7 @@ func (s *scanner) layer(text string, depth int, enc string, at *int) {
 // child scans decoded text found in a layer; every hit inside reports off,
 // the root offset of the encoded run.
 func (s *scanner) child(text string, depth int, enc, how string, off int) {
-	if s.layers >= maxLayers || s.decoded+len(text) > maxDecoded {
+	if s.full() || s.layers >= maxLayers || s.decoded+len(text) > maxDecoded {
 		return
 	}
 	s.decoded += len(text)
@@ -126,7 +144,12 @@ func (s *scanner) child(text string, depth int, enc, how string, off int) {
 	s.layer(text, depth+1, how, &off)
 }
 
+func (s *scanner) full() bool { return len(s.out) >= maxFindings }
+
 func (s *scanner) emit(kind Kind, detail string, offset int, enc string) {
+	if s.full() {
+		return
+	}
 	if enc != "" {
 		detail += " (in " + enc + "-decoded text)"
 	}

@@ -20,7 +20,7 @@ import (
 // are the same and NFKD lets "ïgnörè" read as "ignore".
 type folded struct {
 	fold, lower string
-	offs        []int
+	offs        []int32
 	// hidden are bidi and tag characters found: their presence is a finding.
 	hidden []Finding
 	// tags is the ASCII carried by Unicode tag characters (U+E0020..E007E),
@@ -30,7 +30,7 @@ type folded struct {
 }
 
 func fold(s string) *folded {
-	f := &folded{offs: make([]int, 0, len(s)+1)}
+	f := &folded{offs: make([]int32, 0, len(s)+1)}
 	buf := make([]byte, 0, len(s))
 	var bidiSeen, tagSeen bool
 	var dec []byte
@@ -40,8 +40,21 @@ func fold(s string) *folded {
 		i += size
 		if r < utf8.RuneSelf {
 			buf = append(buf, byte(r))
-			f.offs = append(f.offs, at)
+			f.offs = append(f.offs, int32(at))
 			continue
+		}
+		if r == 0x1F3F4 {
+			// A subdivision flag (England, Scotland, Wales) is the black flag
+			// followed by a few lowercase tag letters and a cancel tag: an
+			// emoji, not hidden text. Keep the flag, skip its tags.
+			if n := flagTags(s[i:]); n > 0 {
+				buf = append(buf, s[at:i]...)
+				for range i - at {
+					f.offs = append(f.offs, int32(at))
+				}
+				i += n
+				continue
+			}
 		}
 		switch {
 		case isBidi(r):
@@ -66,12 +79,12 @@ func fold(s string) *folded {
 			continue
 		case r == 0x2028 || r == 0x2029:
 			buf = append(buf, '\n')
-			f.offs = append(f.offs, at)
+			f.offs = append(f.offs, int32(at))
 			continue
 		}
 		if l, ok := confusable[r]; ok {
 			buf = append(buf, l)
-			f.offs = append(f.offs, at)
+			f.offs = append(f.offs, int32(at))
 			continue
 		}
 		dec = norm.NFKD.AppendString(dec[:0], s[at:i])
@@ -83,17 +96,17 @@ func fold(s string) *folded {
 			}
 			if l, ok := confusable[d]; ok {
 				buf = append(buf, l)
-				f.offs = append(f.offs, at)
+				f.offs = append(f.offs, int32(at))
 			} else {
 				buf = append(buf, dec[j:j+n]...)
 				for range n {
-					f.offs = append(f.offs, at)
+					f.offs = append(f.offs, int32(at))
 				}
 			}
 			j += n
 		}
 	}
-	f.offs = append(f.offs, len(s))
+	f.offs = append(f.offs, int32(len(s)))
 	f.fold = string(buf)
 	for i, c := range buf {
 		if c >= 'A' && c <= 'Z' {
@@ -104,10 +117,34 @@ func fold(s string) *folded {
 	return f
 }
 
-// isBidi: embeddings, overrides and isolates (U+202A..202E, U+2066..2069)
-// and the implicit marks, which reorder how text displays.
+// flagTags returns the length of the tag sequence of a subdivision flag
+// emoji at the start of s (2 to 7 tag letters or digits, then U+E007F), or 0.
+func flagTags(s string) int {
+	n, letters := 0, 0
+	for n < len(s) {
+		r, size := utf8.DecodeRuneInString(s[n:])
+		n += size
+		switch {
+		case r == 0xE007F:
+			if letters >= 2 && letters <= 7 {
+				return n
+			}
+			return 0
+		case r >= 0xE0061 && r <= 0xE007A, r >= 0xE0030 && r <= 0xE0039:
+			letters++
+		default:
+			return 0
+		}
+	}
+	return 0
+}
+
+// isBidi: embeddings, overrides and isolates (U+202A..202E,
+// U+2066..2069), which reorder how text displays ("Trojan Source"). The
+// implicit marks (LRM, RLM, ALM) are ordinary in right-to-left text and are
+// only stripped (isInvisible).
 func isBidi(r rune) bool {
-	return r >= 0x202A && r <= 0x202E || r >= 0x2066 && r <= 0x2069 || r == 0x200E || r == 0x200F || r == 0x061C
+	return r >= 0x202A && r <= 0x202E || r >= 0x2066 && r <= 0x2069
 }
 
 // isInvisible: characters that render as nothing and can split a word so a
@@ -115,7 +152,7 @@ func isBidi(r rune) bool {
 // byte-order marks), so it is not a finding.
 func isInvisible(r rune) bool {
 	switch {
-	case r >= 0x200B && r <= 0x200D, r == 0x2060, r == 0xFEFF, r == 0x00AD, r == 0x180E,
+	case r >= 0x200B && r <= 0x200F, r == 0x061C, r == 0x2060, r == 0xFEFF, r == 0x00AD, r == 0x180E,
 		r >= 0x2061 && r <= 0x2064, r == 0x115F, r == 0x1160, r == 0x3164, r == 0xFFA0, r == 0x034F:
 		return true
 	}

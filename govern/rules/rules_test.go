@@ -24,9 +24,16 @@ const (
 	exampleHoldPush = `commands.exists(c, c.name == "git" && c.argv.size() > 1 && c.argv[1] == "push")`
 	exampleDenySSH  = `reads.exists(p, under(p, "~/.ssh")) || commands.exists(c, c.argv.exists(a, under(a, "~/.ssh")))`
 	exampleForce    = `commands.exists(c,
-  (c.name == "git" && "push" in c.argv || c.name == "git-push") &&
+  (c.name == "git" && ("push" in c.argv || "send-pack" in c.argv) ||
+   c.name in ["git-push", "git-send-pack"]) &&
   (argv_has(c, "--force") || argv_has(c, "-f") ||
    c.argv.exists(a, a.startsWith("--force-w") || a.startsWith("--mi") || a.startsWith("+"))))`
+	// Configuration that changes what a later "git push" does: an alias
+	// (git -c alias.p='push -f' p), a force refspec or mirror in the
+	// remote's config, or config through GIT_CONFIG_* variables.
+	exampleGitConfig = `commands.exists(c, c.name == "git" && c.argv.exists(a,
+    a.startsWith("alias.") || a.matches("^remote\\.[^=]*\\.(push|mirror)="))) ||
+  flags.exists(f, f == "dangerous_env") && commands.exists(c, c.name == "git")`
 )
 
 // analyze runs the real analyzer, as the pipeline does, so rules are proven
@@ -132,6 +139,7 @@ func TestForcePush(t *testing.T) {
 		{"x=push; git $x -f", true},
 		{"/usr/bin/git push --force", true},
 		{"/usr/lib/git-core/git-push --force", true},
+		{"git send-pack --force origin main", true},
 		{"bash -c 'git push --force'", true},
 		{`sh -c "cd repo && git push -f"`, true},
 		{"eval 'git push -f'", true},
@@ -165,6 +173,37 @@ func TestForcePush(t *testing.T) {
 	}
 }
 
+// TestGitConfigCompanion: what the force-push rule cannot see, because
+// the analyzer cannot resolve it, the companion rule holds.
+func TestGitConfigCompanion(t *testing.T) {
+	t.Parallel()
+	s := mustCompile(t,
+		Rule{Name: "deny-force-push", When: exampleForce, Action: "deny"},
+		Rule{Name: "hold-git-push-config", When: exampleGitConfig, Action: "hold"},
+	)
+	tests := []struct {
+		cmd     string
+		outcome govern.Outcome
+	}{
+		{"git -c alias.p='push -f' p", govern.Hold},
+		{"git -c remote.origin.push=+refs/heads/*:refs/heads/* push", govern.Hold},
+		{"git -c remote.backup.mirror=true push backup", govern.Hold},
+		{"GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.p GIT_CONFIG_VALUE_0='push -f' git p", govern.Hold},
+		{"git config alias.p 'push -f'", govern.Hold},
+		// A shell alias is code the analyzer parses: the deny rule sees it.
+		{"git -c 'alias.p=!git push -f' p", govern.Deny},
+		{"git -c user.name=bot commit -m x", govern.Allow},
+		{"git config remote.origin.url git@github.com:acme/app.git", govern.Allow},
+	}
+	for _, tt := range tests {
+		t.Run(tt.cmd, func(t *testing.T) {
+			t.Parallel()
+			d, _ := s.Evaluate(analyze(t, tt.cmd))
+			assert.Equal(t, d.Outcome, tt.outcome)
+		})
+	}
+}
+
 func TestCompileErrors(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -172,10 +211,10 @@ func TestCompileErrors(t *testing.T) {
 		rule Rule
 		want []string // substrings of the error
 	}{
-		{"syntax", Rule{Name: "r", When: `agent ==`, Action: "deny"}, []string{`rules[0] "r"`, "Syntax error", ":1:9"}},
-		{"unknown variable", Rule{Name: "r", When: `user == "bob"`, Action: "deny"}, []string{"undeclared reference to 'user'", ":1:1"}},
-		{"unknown field", Rule{Name: "r", When: `commands.exists(c, c.nmae == "git")`, Action: "deny"}, []string{"undefined field 'nmae'", ":1:21"}},
-		{"type error", Rule{Name: "r", When: `agent == 1`, Action: "deny"}, []string{"found no matching overload for '_==_'", ":1:7"}},
+		{"syntax", Rule{Name: "r", When: `agent ==`, Action: "deny"}, []string{`rules[0] "r": when:1:9: Syntax error: mismatched input '<EOF>'`}},
+		{"unknown variable", Rule{Name: "r", When: `user == "bob"`, Action: "deny"}, []string{`rules[0] "r": when:1:1: undeclared reference to 'user'`}},
+		{"unknown field", Rule{Name: "r", When: "agent == \"x\" ||\n  commands.exists(c, c.nmae == \"git\")", Action: "deny"}, []string{"when:2:23: undefined field 'nmae'"}},
+		{"type error", Rule{Name: "r", When: `agent == 1`, Action: "deny"}, []string{"when:1:7: found no matching overload for '_==_' applied to '(string, int)'"}},
 		{"type error in call", Rule{Name: "r", When: `under(1, "~/.ssh")`, Action: "deny"}, []string{"found no matching overload for 'under'"}},
 		{"argv_has on a string", Rule{Name: "r", When: `argv_has(command, "-f")`, Action: "deny"}, []string{"found no matching overload for 'argv_has'"}},
 		{"not bool", Rule{Name: "r", When: `commands.size()`, Action: "deny"}, []string{"must return bool, returns int"}},
@@ -196,6 +235,7 @@ func TestCompileErrors(t *testing.T) {
 			var ce *CompileError
 			assert.Assert(t, errors.As(err, &ce))
 			assert.Equal(t, ce.Index, 0)
+			assert.Assert(t, !strings.Contains(err.Error(), "\n"), "one line per problem: %q", err)
 		})
 	}
 }
@@ -211,6 +251,15 @@ func TestCompileReportsEveryBadRule(t *testing.T) {
 	assert.ErrorContains(t, err, `rules[1] "first"`)
 	assert.ErrorContains(t, err, `rules[2] "ok": another rule has the same name`)
 	assert.ErrorContains(t, err, `rules[3] "last"`)
+}
+
+// TestCompileErrorPosition: a loader can point at the character.
+func TestCompileErrorPosition(t *testing.T) {
+	t.Parallel()
+	_, err := Compile([]Rule{{Name: "r", When: "opaque ||\n   nope", Action: "deny"}})
+	var ce *CompileError
+	assert.Assert(t, errors.As(err, &ce))
+	assert.DeepEqual(t, []any{ce.Line, ce.Column, ce.Msg}, []any{2, 4, "undeclared reference to 'nope'"})
 }
 
 func TestPrecedence(t *testing.T) {
@@ -286,7 +335,7 @@ func TestFailClosed(t *testing.T) {
 		message string
 	}{
 		{"default cost limit", quadratic, long, nil, "cost limit exceeded"},
-		{"small cost limit", `commands.exists(c, c.argv.exists(a, a == "nope"))`, "ls"+strings.Repeat(" a", 100), []Option{WithCostLimit(40)}, "cost limit exceeded"},
+		{"small cost limit", `commands.exists(c, c.argv.exists(a, a == "nope"))`, "ls" + strings.Repeat(" a", 100), []Option{WithCostLimit(40)}, "cost limit exceeded"},
 		{"index out of range", `commands.exists(c, c.argv[3] == "x")`, "ls", nil, "index out of bounds"},
 		{"division by zero", `commands.size() / (commands.size() - 1) > 0`, "ls", nil, "division by zero"},
 		{"bad regexp", `command.matches(commands[0].name + "(")`, "ls", nil, "missing closing )"},
@@ -457,5 +506,40 @@ func BenchmarkEvaluate(b *testing.B) {
 		if d, _ := s.Evaluate(in); d.Outcome != govern.Hold {
 			b.Fatal(d)
 		}
+	}
+}
+
+// TestDocs compiles every CEL block of docs/rules.md (blank lines separate
+// expressions; // lines are comments) and checks that the three worked
+// examples there are the ones tested above, character for character.
+func TestDocs(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("../../docs/rules.md")
+	if os.IsNotExist(err) {
+		t.Skip("docs/rules.md is not beside this module")
+	}
+	assert.NilError(t, err)
+	var exprs []string
+	for _, block := range strings.Split(string(b), "```cel\n")[1:] {
+		block, _, _ = strings.Cut(block, "```")
+		for _, e := range strings.Split(block, "\n\n") {
+			var lines []string
+			for _, l := range strings.Split(e, "\n") {
+				if !strings.HasPrefix(strings.TrimSpace(l), "//") {
+					lines = append(lines, l)
+				}
+			}
+			if e := strings.TrimSpace(strings.Join(lines, "\n")); e != "" {
+				exprs = append(exprs, e)
+			}
+		}
+	}
+	assert.Assert(t, len(exprs) >= 10, "found %d CEL expressions", len(exprs))
+	for i, e := range exprs {
+		_, err := Compile([]Rule{{Name: fmt.Sprintf("docs-%d", i), When: e, Action: "deny"}})
+		assert.Check(t, err, "docs/rules.md expression %d:\n%s", i, e)
+	}
+	for _, want := range []string{exampleHoldPush, exampleDenySSH, exampleForce, exampleGitConfig} {
+		assert.Check(t, is.Contains(exprs, want))
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/mitrity/mitrity/govern/audit"
 	"github.com/mitrity/mitrity/govern/config"
 	"github.com/mitrity/mitrity/govern/executor"
+	"github.com/mitrity/mitrity/govern/intel"
 	"github.com/mitrity/mitrity/govern/notify"
 	"github.com/mitrity/mitrity/govern/pipeline"
 	"github.com/mitrity/mitrity/govern/plan"
@@ -54,6 +55,14 @@ func Open(cfg *config.Config, logger zerolog.Logger, opts ...pipeline.Option) (*
 		runAs = &plan.User{UID: uint32(uid), GID: uint32(gid), Name: u.Username}
 		home = u.HomeDir
 	}
+	var feed *intel.Watcher
+	if cfg.ThreatIntel.Feed != "" {
+		feed, err = intel.NewWatcher(cfg.ThreatIntel.Feed, time.Duration(cfg.ThreatIntel.ReloadSeconds)*time.Second, logger)
+		if err != nil {
+			return nil, fmt.Errorf("threat_intel.feed: %w", err)
+		}
+		opts = append(opts, pipeline.WithIntel(feed))
+	}
 	pipe, err := pipeline.New(cfg, pol, home, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("policy %s: %w", pol.File, err)
@@ -83,6 +92,9 @@ func Open(cfg *config.Config, logger zerolog.Logger, opts ...pipeline.Option) (*
 	svc := New(Deps{Config: cfg, Pipeline: pipe, Executor: executor.New(cfg.Exec.Limits.MaxConcurrent, xopts...),
 		Audit: w, Notifier: n, Logger: logger, Home: home, RunAs: runAs})
 	svc.backend = backend
+	if feed != nil {
+		svc.closers = append(svc.closers, feed.Close)
+	}
 	return svc, nil
 }
 
@@ -90,8 +102,11 @@ func Open(cfg *config.Config, logger zerolog.Logger, opts ...pipeline.Option) (*
 // admin socket).
 func (s *Service) Pipeline() *pipeline.Pipeline { return s.pipe }
 
-// Close closes the audit log.
+// Close stops the feed watcher and closes the audit log.
 func (s *Service) Close() error {
+	for _, c := range s.closers {
+		_ = c()
+	}
 	if s.audit == nil {
 		return nil
 	}

@@ -46,6 +46,7 @@ type Service struct {
 	// available every call stamps unavailable_denied or none, with its
 	// reason.
 	backend backend
+	closers []func() error
 }
 
 // Deps are the parts a Service is built from.
