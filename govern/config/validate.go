@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"github.com/mitrity/mitrity/govern"
 	"io/fs"
 	"net/netip"
 	"net/url"
@@ -493,31 +494,9 @@ func plainFileName(s string) bool {
 // ValidCredentialID reports whether id can be written in ${credential:<id>}:
 // 1 to 128 letters, digits, '_', '-' or '.', the grammar the command
 // analyzer rewrites.
-func ValidCredentialID(id string) bool {
-	if id == "" || len(id) > 128 {
-		return false
-	}
-	for _, r := range id {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.') {
-			return false
-		}
-	}
-	return true
-}
+func ValidCredentialID(id string) bool { return govern.ValidCredentialID(id) }
 
-// credentialVar is the variable the analyzer rewrites ${credential:<id>} to
-// (shell.CredentialVar; the test keeps the two equal). Two ids that map to
-// one variable would be one credential to the analyzer and two to the
-// broker, so Validate refuses the pair.
-func credentialVar(id string) string {
-	b := []byte(strings.ToUpper(id))
-	for i, c := range b {
-		if !(c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
-			b[i] = '_'
-		}
-	}
-	return "MITRITY_CRED_" + string(b)
-}
+func credentialVar(id string) string { return govern.CredentialVar(id) }
 
 // unwrapPathError drops the *PathError's repetition of the path, which the
 // message already quotes.

@@ -462,7 +462,7 @@ func validName(s string, max int) bool {
 
 // validCredentialID is config.ValidCredentialID's grammar; the test keeps
 // the two equal without the policy importing the host config.
-func validCredentialID(id string) bool { return validName(id, 128) }
+func validCredentialID(id string) bool { return govern.ValidCredentialID(id) }
 
 func validAgentID(id string) bool {
 	if id == "" || len(id) > 128 {

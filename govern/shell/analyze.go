@@ -122,35 +122,17 @@ func RewriteCredentials(text string) (string, []string) {
 	return b.String(), ids
 }
 
-func validCredentialID(id string) bool {
-	if id == "" || len(id) > 128 {
-		return false
-	}
-	for _, r := range id {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.') {
-			return false
-		}
-	}
-	return true
-}
+func validCredentialID(id string) bool { return govern.ValidCredentialID(id) }
 
 // CredentialPrefix starts the name of every variable that carries a brokered
-// credential.
-const CredentialPrefix = "MITRITY_CRED_"
-
-// CredentialDirVar names the directory holding credential files.
-const CredentialDirVar = "MITRITY_CRED_DIR"
+// credential; CredentialDirVar names the directory of credential files.
+const (
+	CredentialPrefix = govern.CredentialPrefix
+	CredentialDirVar = govern.CredentialDirVar
+)
 
 // CredentialVar is the variable a credential id is injected as.
-func CredentialVar(id string) string {
-	b := []byte(strings.ToUpper(id))
-	for i, c := range b {
-		if !(c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
-			b[i] = '_'
-		}
-	}
-	return CredentialPrefix + string(b)
-}
+func CredentialVar(id string) string { return govern.CredentialVar(id) }
 
 func parse(text, name string, d Dialect) (*syntax.File, error) {
 	lang := syntax.LangBash
