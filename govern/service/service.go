@@ -165,6 +165,13 @@ func (s *Service) checkArguments(call govern.Call) (govern.Decision, bool) {
 	return govern.Decision{}, true
 }
 
+// Reject audits and returns a call refused before it could be parsed into
+// arguments (a malformed tool call): invalid_argument, nothing ran.
+func (s *Service) Reject(ctx context.Context, call govern.Call, msg string) Result {
+	call.ActionType, call.Tool = govern.ActionShellExecute, govern.ToolShellExecute
+	return s.denied(ctx, call, nil, govern.Decision{Outcome: govern.Deny, Reason: govern.ReasonInvalidArgument, Stage: "arguments", Message: msg})
+}
+
 // denied audits a denial and returns it as the agent sees it.
 func (s *Service) denied(ctx context.Context, call govern.Call, st *pipeline.State, d govern.Decision) Result {
 	rec := audit.Record{Call: call, Decision: d}

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/mitrity/mitrity/govern/cliapp"
+	"github.com/mitrity/mitrity/govern/hold"
+	"github.com/mitrity/mitrity/govern/mcpserver"
+	"github.com/mitrity/mitrity/govern/service"
+)
+
+func serveCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "serve",
+		Usage: "serve the shell__execute MCP tool over stdio (the default) or Streamable HTTP",
+		Description: "Every tools/call goes through the same pipeline, executor and audit as `mitrity-gateway exec`.\n" +
+			"Over stdio every call is made as --agent. Over HTTP a bearer token is required: --token-file lists\n" +
+			"`TOKEN AGENT_ID` lines (mode 0600) and the token names the agent. SIGTERM or SIGINT stops accepting\n" +
+			"calls, lets running ones finish, and cancels (kills) those still running after --grace.",
+		Flags: []cli.Flag{
+			configFlag,
+			&cli.BoolFlag{Name: "stdio", Usage: "serve MCP over stdin/stdout (the default)"},
+			&cli.StringFlag{Name: "http", Usage: "serve Streamable HTTP on HOST:PORT (e.g. 127.0.0.1:8765; a non-loopback host must be given explicitly)"},
+			&cli.StringFlag{Name: "token-file", Usage: "with --http: file of `TOKEN AGENT_ID` lines, mode 0600 (required)"},
+			&cli.StringFlag{Name: "agent", Value: "local", Usage: "with --stdio: the agent id every call is made as"},
+			&cli.DurationFlag{Name: "grace", Value: mcpserver.DefaultShutdownGrace, Usage: "on shutdown, how long running calls may finish before they are cancelled"},
+			&cli.StringFlag{Name: "admin-dir", Usage: "directory of admin sockets (approvals reach a held call here)", Value: hold.DefaultDir()},
+		},
+		Action: runServe,
+	}
+}
+
+func runServe(c *cli.Context) error {
+	if c.Bool("stdio") && c.IsSet("http") {
+		return cli.Exit("serve: --stdio and --http are exclusive", 2)
+	}
+	if c.NArg() > 0 {
+		return cli.Exit(fmt.Sprintf("serve: unexpected arguments %q", c.Args().Slice()), 2)
+	}
+	logger := cliapp.Logger(c)
+	addr := c.String("http")
+	var tokens mcpserver.Tokens
+	if c.IsSet("http") {
+		loopback, err := mcpserver.CheckListenAddr(addr)
+		if err != nil {
+			return cli.Exit("serve: "+err.Error(), 2)
+		}
+		if !loopback {
+			logger.Warn().Str("addr", addr).Msg("serving on a non-loopback address: anyone who can reach it and holds a token can run commands")
+		}
+		if c.String("token-file") == "" {
+			return cli.Exit("serve: --http needs --token-file (lines of `TOKEN AGENT_ID`, mode 0600): no token, no call", 2)
+		}
+		if tokens, err = mcpserver.LoadTokens(c.String("token-file")); err != nil {
+			return cli.Exit("serve: --token-file: "+err.Error(), 2)
+		}
+	} else if c.IsSet("token-file") {
+		return cli.Exit("serve: --token-file applies to --http only", 2)
+	}
+
+	cfg, err := loadConfig(c)
+	if err != nil {
+		return cli.Exit(err.Error(), 126)
+	}
+	svc, err := service.Open(cfg, logger)
+	if err != nil {
+		return cli.Exit(fmt.Sprintf("serve: %v", err), 126)
+	}
+	defer svc.Close()
+	if !cfg.Exec.Enabled {
+		logger.Warn().Msg("exec.enabled is false: tools/list is empty")
+	}
+
+	sock := filepath.Join(c.String("admin-dir"), fmt.Sprintf("serve-%d.sock", os.Getpid()))
+	if srv, err := hold.Listen(sock, svc.Pipeline().Holds()); err == nil {
+		defer srv.Close()
+	} else {
+		logger.Warn().Err(err).Msg("admin socket unavailable: a held call can only expire")
+	}
+
+	srv := mcpserver.New(mcpserver.Options{Service: svc, Enabled: cfg.Exec.Enabled, Agent: c.String("agent"),
+		Version: version, Logger: logger})
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	grace := c.Duration("grace")
+
+	if addr == "" {
+		logger.Info().Str("agent", c.String("agent")).Msg("serving MCP on stdio")
+		if err := srv.ServeStdio(ctx, mcpserver.StdioTransport(), grace); err != nil && ctx.Err() == nil {
+			return cli.Exit(fmt.Sprintf("serve: %v", err), 1)
+		}
+		return nil
+	}
+	l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
+	if err != nil {
+		return cli.Exit(fmt.Sprintf("serve: %v", err), 1)
+	}
+	logger.Info().Str("addr", l.Addr().String()).Int("tokens", tokens.Len()).Msg("serving MCP on Streamable HTTP")
+	if err := srv.ServeHTTP(ctx, l, tokens, grace); err != nil {
+		return cli.Exit(fmt.Sprintf("serve: %v", err), 1)
+	}
+	return nil
+}

@@ -1,0 +1,350 @@
+// Package mcpserver serves the governed shell as the MCP tool
+// shell__execute, over stdio or Streamable HTTP, on the official MCP Go
+// SDK. Every tools/call goes through the same service.Call as
+// `mitrity-gateway exec`: one code path.
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
+
+	"github.com/mitrity/mitrity/govern"
+	"github.com/mitrity/mitrity/govern/service"
+)
+
+// ToolName is the served name of the governed shell.
+const ToolName = govern.ToolShellExecute
+
+// MaxCommandBytes bounds the command argument (64 KiB).
+const MaxCommandBytes = 64 << 10
+
+// DefaultShutdownGrace is how long running calls may go on after a
+// shutdown begins before they are cancelled (and killed by the executor).
+const DefaultShutdownGrace = 10 * time.Second
+
+// Caller runs one call; *service.Service is the one implementation.
+type Caller interface {
+	Call(ctx context.Context, call govern.Call) service.Result
+	// Reject audits a call refused before it could be parsed.
+	Reject(ctx context.Context, call govern.Call, msg string) service.Result
+}
+
+// Options configure a Server.
+type Options struct {
+	// Service runs the calls.
+	Service Caller
+	// Enabled is exec.enabled: without it tools/list is empty.
+	Enabled bool
+	// Agent is the agent id of a call whose transport carries no
+	// authenticated identity (stdio).
+	Agent string
+	// Version is the gateway's version, reported at initialize.
+	Version string
+	Logger  zerolog.Logger
+	// ProgressInterval is how often a running call whose request carries a
+	// progress token is reported (notifications/progress); zero means
+	// DefaultProgressInterval.
+	ProgressInterval time.Duration
+}
+
+// DefaultProgressInterval is how often a running call reports progress.
+const DefaultProgressInterval = 5 * time.Second
+
+// Server is the MCP server. Build it with New.
+type Server struct {
+	svc      Caller
+	agent    string
+	log      zerolog.Logger
+	mcp      *mcp.Server
+	progress time.Duration
+
+	mu       sync.Mutex
+	draining bool
+	running  sync.WaitGroup
+	// stop cancels every running call (the shutdown deadline).
+	stop     context.Context
+	stopCall context.CancelFunc
+}
+
+// New returns a Server.
+func New(o Options) *Server {
+	s := &Server{svc: o.Service, agent: o.Agent, log: o.Logger, progress: o.ProgressInterval}
+	if s.progress <= 0 {
+		s.progress = DefaultProgressInterval
+	}
+	s.stop, s.stopCall = context.WithCancel(context.Background())
+	version := o.Version
+	if version == "" {
+		version = "dev"
+	}
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "mitrity-gateway", Title: "MITRITY governed shell", Version: version},
+		&mcp.ServerOptions{
+			// Tools is always advertised, so that a gateway with the shell
+			// disabled answers tools/list with an empty list.
+			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+			Instructions: "shell__execute runs one shell command on this host through the MITRITY gateway: " +
+				"the policy decides, the command runs in a sandbox, output comes back redacted.",
+		})
+	if o.Enabled {
+		s.mcp.AddTool(Tool(), s.handle)
+	}
+	return s
+}
+
+// MCP is the SDK server (to run over any transport).
+func (s *Server) MCP() *mcp.Server { return s.mcp }
+
+// Drain stops accepting calls (a new one gets a tool error), waits for the
+// running ones until ctx is done, then cancels those still running — the
+// executor kills them and each is audited as killed — and waits for them
+// to return.
+func (s *Server) Drain(ctx context.Context) {
+	s.mu.Lock()
+	s.draining = true
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		s.running.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.log.Warn().Msg("shutdown deadline reached: cancelling running calls")
+		s.stopCall()
+		<-done
+	}
+}
+
+// begin registers a call; false when the server is draining.
+func (s *Server) begin() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.draining {
+		return false
+	}
+	s.running.Add(1)
+	return true
+}
+
+// Tool is the shell__execute tool as tools/list shows it.
+func Tool() *mcp.Tool {
+	yes := true
+	return &mcp.Tool{
+		Name:  ToolName,
+		Title: "Governed shell",
+		Description: "Run one shell command on this host through the MITRITY gateway. The gateway's policy decides " +
+			"whether it may run; it then runs in a sandbox with a constructed environment, a timeout and output caps. " +
+			"The result is the redacted, truncated stdout, then stderr after a '--- stderr ---' line, plus structured " +
+			"{exit_code, duration_ms, timeout_seconds, timed_out, truncated, sandbox_mode, redaction_count}. " +
+			"A non-zero exit code is a result, not an error; isError is true only when the call was denied " +
+			"(structuredContent.reason says why) or the command could not start. Credentials are referenced as " +
+			"${credential:<id>} and reach commands through environment variables, never argv.",
+		InputSchema: json.RawMessage(inputSchema),
+		Annotations: &mcp.ToolAnnotations{
+			Title:           "Governed shell",
+			DestructiveHint: &yes,
+			OpenWorldHint:   &yes,
+			ReadOnlyHint:    false,
+			IdempotentHint:  false,
+		},
+	}
+}
+
+const inputSchema = `{
+  "type": "object",
+  "properties": {
+    "command": {"type": "string", "maxLength": 65536, "description": "The shell command line (bash -c). At most 64 KiB, no NUL bytes."},
+    "cwd": {"type": "string", "description": "Working directory: absolute, or relative to exec.default_cwd; must resolve inside a workspace root."},
+    "timeout_seconds": {"type": "integer", "minimum": 1, "description": "Timeout in seconds; clamped down to the effective ceiling."},
+    "stdin": {"type": "string", "description": "Bytes for the process's stdin, at most exec.limits.stdin_max_bytes."},
+    "env": {"type": "object", "maxProperties": 32, "additionalProperties": {"type": "string"},
+            "description": "Variables listed in exec.env.agent_settable; a value may be exactly one ${credential:<id>} reference."}
+  },
+  "required": ["command"],
+  "additionalProperties": false
+}`
+
+// Args are the tool's arguments.
+type Args struct {
+	Command        *string           `json:"command"`
+	Cwd            string            `json:"cwd"`
+	TimeoutSeconds json.RawMessage   `json:"timeout_seconds"`
+	Stdin          string            `json:"stdin"`
+	Env            map[string]string `json:"env"`
+}
+
+// ParseArgs decodes and checks raw tool arguments into a call for agent;
+// the error is a sentence a model can act on.
+func ParseArgs(raw json.RawMessage, agent string) (govern.Call, error) {
+	call := govern.Call{Agent: agent, Surface: "mcp", Env: map[string]string{}}
+	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
+		return call, errors.New("missing arguments: shell__execute needs at least {\"command\": \"...\"}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var a Args
+	if err := dec.Decode(&a); err != nil {
+		return call, fmt.Errorf("malformed arguments: %s; expected {command: string, cwd?: string, timeout_seconds?: integer >= 1, stdin?: string, env?: {NAME: string}}", describe(err))
+	}
+	if dec.More() {
+		return call, errors.New("malformed arguments: trailing data after the arguments object")
+	}
+	switch {
+	case a.Command == nil:
+		return call, errors.New("missing argument: command (the shell command line to run)")
+	case strings.TrimSpace(*a.Command) == "":
+		return call, errors.New("invalid argument: command is empty")
+	case len(*a.Command) > MaxCommandBytes:
+		return call, fmt.Errorf("invalid argument: command is %d bytes; at most %d", len(*a.Command), MaxCommandBytes)
+	case strings.IndexByte(*a.Command, 0) >= 0:
+		return call, errors.New("invalid argument: command contains a NUL byte")
+	}
+	call.Command, call.Cwd = *a.Command, a.Cwd
+	if t := bytes.TrimSpace(a.TimeoutSeconds); len(t) > 0 && string(t) != "null" {
+		var n int64
+		if err := json.Unmarshal(t, &n); err != nil || n < 1 {
+			return call, fmt.Errorf("invalid argument: timeout_seconds must be an integer of at least 1, not %s", clip(string(t)))
+		}
+		if n > 1<<31-1 {
+			n = 1<<31 - 1 // clamped to the ceiling by the service anyway
+		}
+		call.TimeoutSeconds = int(n)
+	}
+	if a.Stdin != "" {
+		call.Stdin = []byte(a.Stdin)
+	}
+	for k, v := range a.Env {
+		call.Env[k] = v
+	}
+	return call, nil
+}
+
+func clip(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "..."
+	}
+	return s
+}
+
+// describe makes a JSON decoding error readable.
+func describe(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		if te.Field != "" {
+			return fmt.Sprintf("%s must be %s, not a JSON %s", te.Field, expected(te.Field), te.Value)
+		}
+		return fmt.Sprintf("the arguments must be a JSON object, not %s", te.Value)
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+func expected(field string) string {
+	switch {
+	case field == "timeout_seconds":
+		return "an integer"
+	case field == "env":
+		return "an object of string values"
+	case strings.HasPrefix(field, "env."):
+		return "a string"
+	}
+	return "a string"
+}
+
+// AgentOf is the agent a request is made as: the bearer token's agent over
+// HTTP, else the server's configured agent.
+func (s *Server) AgentOf(req *mcp.CallToolRequest) string {
+	if req != nil && req.Extra != nil && req.Extra.TokenInfo != nil && req.Extra.TokenInfo.UserID != "" {
+		return req.Extra.TokenInfo.UserID
+	}
+	return s.agent
+}
+
+func (s *Server) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	if !s.begin() {
+		return toolError("", "the gateway is shutting down; nothing ran. Retry once it is back."), nil
+	}
+	defer s.running.Done()
+	agent := s.AgentOf(req)
+	if agent == "" {
+		return toolError("", "no agent identity on this connection; nothing ran"), nil
+	}
+	var raw json.RawMessage
+	if req != nil && req.Params != nil {
+		raw = req.Params.Arguments
+	}
+	call, err := ParseArgs(raw, agent)
+	if err != nil {
+		// Refused, and audited like every call: a malformed request is a
+		// signal an operator may want to see.
+		res := s.svc.Reject(ctx, govern.Call{Agent: agent, Surface: "mcp"}, err.Error())
+		return toolError(govern.ReasonInvalidArgument, err.Error()+" (event "+res.Structured.EventID+")"), nil
+	}
+	// The request's ctx is cancelled by notifications/cancelled or a
+	// dropped client; stop is cancelled at the shutdown deadline.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(s.stop, cancel)()
+	if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
+		pctx, pcancel := context.WithCancel(ctx)
+		pdone := make(chan struct{})
+		go func() {
+			defer close(pdone)
+			s.reportProgress(pctx, req.Session, tok)
+		}()
+		defer func() {
+			pcancel()
+			<-pdone
+		}()
+	}
+	return Result(s.svc.Call(ctx, call)), nil
+}
+
+// reportProgress sends notifications/progress (elapsed seconds) every
+// interval until ctx is done, that is until the call returns.
+func (s *Server) reportProgress(ctx context.Context, ss *mcp.ServerSession, tok any) {
+	start := time.Now()
+	t := time.NewTicker(s.progress)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			el := time.Since(start).Round(time.Second)
+			err := ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok,
+				Progress: time.Since(start).Seconds(), Message: fmt.Sprintf("running for %s", el)})
+			if err != nil {
+				return
+			}
+		}
+	}
+}
+
+// Result is the CallToolResult of a service result: the same shape
+// `mitrity-gateway exec --json` prints.
+func Result(r service.Result) *mcp.CallToolResult {
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: r.Text}},
+		IsError:           r.IsError,
+		StructuredContent: r.Structured,
+	}
+}
+
+// toolError is a call refused before it reached the service.
+func toolError(reason govern.Reason, msg string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: msg}},
+		IsError:           true,
+		StructuredContent: service.Structured{Reason: string(reason)},
+	}
+}
