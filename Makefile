@@ -38,7 +38,8 @@ test:
 	$(MAKE) --no-print-directory build
 	rc=0; \
 	GOVERN_REQUIRE_SANDBOX=1 go test -race -count=1 -timeout $(TEST_TIMEOUT) $(call pkgs,$(RACE_MODULES)) || rc=1; \
-	GOVERN_REQUIRE_SANDBOX=1 MITRITY_BIN=$(CURDIR)/bin go test -count=1 -timeout $(TEST_TIMEOUT) $(call pkgs,e2e) || rc=1; \
+	insp=$(CURDIR)/e2e/.tools/node_modules/.bin/mcp-inspector; [ -x "$$insp" ] || insp=; \
+	GOVERN_REQUIRE_SANDBOX=1 MITRITY_BIN=$(CURDIR)/bin MITRITY_MCP_INSPECTOR=$$insp go test -count=1 -timeout $(TEST_TIMEOUT) $(call pkgs,e2e) || rc=1; \
 	exit $$rc
 
 # Benchmarks of every module, six runs each, for benchstat.
