@@ -205,7 +205,7 @@ func parseHostEntry(s string) (host string, wildcard bool, err error) {
 	case strings.Contains(h, "://"):
 		return "", false, fmt.Errorf("write the host alone, without a scheme")
 	case strings.ContainsAny(h, "*"):
-		return "", false, fmt.Errorf("a wildcard is allowed only as a leading *.")
+		return "", false, fmt.Errorf("a wildcard is allowed only as a leading \"*.\" label")
 	case strings.ContainsAny(h, "/?#@"):
 		return "", false, fmt.Errorf("write the host alone, without a path or user")
 	}

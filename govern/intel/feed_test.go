@@ -51,7 +51,7 @@ func TestLoadErrors(t *testing.T) {
 	lines := strings.Split(err.Error(), "\n")
 	wantLines := []string{
 		fixed + `:2:11: hosts[0].host: "https://evil.example/x": write the host alone, without a scheme`,
-		fixed + `:3:11: hosts[1].host: "evil.*.example": a wildcard is allowed only as a leading *.`,
+		fixed + `:3:11: hosts[1].host: "evil.*.example": a wildcard is allowed only as a leading "*." label`,
 		fixed + `:4:11: hosts[2].host: "evil.example:8443": write the host alone, without a port`,
 		fixed + `:5:11: hosts[3].host: "*.203.0.113.1": *. cannot prefix an IP address`,
 		fixed + `:6:11: hosts[4].host: "bad host": not a host name (letters, digits, '-', '_' and '.'; internationalised names in their xn-- form)`,
@@ -148,7 +148,7 @@ func TestParseHostEntry(t *testing.T) {
 		{"xn--bcher-kva.example", "xn--bcher-kva.example", false, ""},
 		{"bücher.example", "", false, "not a host name"},
 		{"[::1]", "::1", false, ""},
-		{"*", "", false, "a wildcard is allowed only as a leading *."},
+		{"*", "", false, "a wildcard is allowed only as a leading \"*.\" label"},
 		{"*.", "", false, "empty host"},
 		{"a..b", "", false, "not a host name"},
 		{"user@evil.example", "", false, "without a path or user"},
