@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -182,4 +184,41 @@ func processesWith(s string) []int {
 		}
 	}
 	return pids
+}
+
+// TestGatewayKilled: when the gateway is SIGKILLed mid-run, nothing it
+// started survives — no sandbox, no command, no descendant.
+func TestGatewayKilled(t *testing.T) {
+	t.Parallel()
+	w := newWorldBackend(t, false, sandboxPolicy, "auto")
+	m := marker(t)
+	cmd := exec.Command(w.bin, "--log-level", "error", "exec", "--config", w.cfg, "--admin-dir", w.admin, "--",
+		"setsid bash -c 'exec -a "+m+"-daemon sleep 300' </dev/null >/dev/null 2>&1 & exec -a "+m+" sleep 300")
+	cmd.Dir = w.ws
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + w.dir}
+	must(t, cmd.Start())
+	deadline := time.Now().Add(20 * time.Second)
+	for len(processesWith(m+"-daemon")) == 0 || len(processesWith(m)) < 2 {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("the command never started")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	must(t, cmd.Process.Signal(syscall.SIGKILL))
+	cmd.Wait()
+	deadline = time.Now().Add(5 * time.Second)
+	for {
+		pids := append(processesWith(m), processesWith("bwrap --args")...)
+		if len(processesWith(m)) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			for _, p := range pids {
+				syscall.Kill(p, syscall.SIGKILL)
+			}
+			t.Fatalf("processes survived the gateway's SIGKILL: %v", pids)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
