@@ -192,6 +192,8 @@ func TestDefault(t *testing.T) {
 	want := defaultProfile("default")
 	want.ScriptInspectionRoots = InspectionRoots{"${workspace}"}
 	want.ToolPermissions = []ToolPermission{{Pattern: "shell:*", Action: govern.Allow}}
+	// The embedded default binds every DLP detector.
+	want.DLP = DLP{Bindings: []string{"all"}}
 	assert.DeepEqual(t, prof, want, cmpPolicy...)
 
 	// Each call is a fresh copy.
