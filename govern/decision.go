@@ -32,6 +32,16 @@ func (o Outcome) String() string {
 	return "invalid"
 }
 
+// ParseOutcome reads an outcome's word (allow, ask, hold, deny).
+func ParseOutcome(s string) (Outcome, bool) {
+	for o := Allow; o <= Deny; o++ {
+		if o.String() == s {
+			return o, true
+		}
+	}
+	return 0, false
+}
+
 // Stricter returns the stricter of two outcomes.
 func (o Outcome) Stricter(p Outcome) Outcome {
 	if p > o {

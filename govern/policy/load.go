@@ -350,14 +350,10 @@ func (b *builder) toolPermission(path string, w wireToolPermission) ToolPermissi
 		b.errorf(path+".action", "required: allow, deny or ask")
 		return tp
 	}
-	switch *w.Action {
-	case "allow":
-		tp.Action = govern.Allow
-	case "deny":
-		tp.Action = govern.Deny
-	case "ask":
-		tp.Action = govern.Ask
-	default:
+	// A tool permission cannot hold: holds come from rules and injection.
+	if o, ok := govern.ParseOutcome(*w.Action); ok && o != govern.Hold {
+		tp.Action = o
+	} else {
 		b.errorf(path+".action", "%q: want allow, deny or ask", *w.Action)
 	}
 	return tp
@@ -414,16 +410,9 @@ func (b *builder) rule(path string, w wireRule) Rule {
 		b.errorf(path+".action", "required: deny, hold, ask or allow")
 		return r
 	}
-	switch *w.Action {
-	case "deny":
-		r.Action = govern.Deny
-	case "hold":
-		r.Action = govern.Hold
-	case "ask":
-		r.Action = govern.Ask
-	case "allow":
-		r.Action = govern.Allow
-	default:
+	if o, ok := govern.ParseOutcome(*w.Action); ok {
+		r.Action = o
+	} else {
 		b.errorf(path+".action", "%q: want deny, hold, ask or allow", *w.Action)
 	}
 	return r

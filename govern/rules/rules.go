@@ -111,15 +111,8 @@ func celError(i int, r Rule, iss *cel.Issues) *CompileError {
 
 // ParseAction maps a rule's action word to an outcome.
 func ParseAction(s string) (govern.Outcome, error) {
-	switch s {
-	case "deny":
-		return govern.Deny, nil
-	case "hold":
-		return govern.Hold, nil
-	case "ask":
-		return govern.Ask, nil
-	case "allow":
-		return govern.Allow, nil
+	if o, ok := govern.ParseOutcome(s); ok {
+		return o, nil
 	}
 	return 0, fmt.Errorf("action %q is not deny, hold, ask or allow", s)
 }
