@@ -1,3 +1,8 @@
 module github.com/mitrity/mitrity/admission
 
 go 1.26
+
+require (
+	github.com/google/go-cmp v0.7.0 // indirect
+	gotest.tools/v3 v3.5.2 // indirect
+)

@@ -27,7 +27,7 @@ const secretToken = "ghp_e2eSecretTokenValue0123456789abcdef"
 
 // ensureUser returns the uid and gid of testUser, creating it when the
 // tests run as root.
-func ensureUser(t *testing.T) (uid, gid uint32) {
+func ensureUser(t testing.TB) (uid, gid uint32) {
 	t.Helper()
 	u, err := user.Lookup(testUser)
 	if err != nil {
@@ -58,7 +58,7 @@ func newWorld(t *testing.T, asUser bool, policyYAML string) *world {
 	return newWorldBackend(t, asUser, policyYAML, "none")
 }
 
-func newWorldBackend(t *testing.T, asUser bool, policyYAML, backend string) *world {
+func newWorldBackend(t testing.TB, asUser bool, policyYAML, backend string) *world {
 	t.Helper()
 	uid, gid := ensureUser(t)
 	base, err := os.MkdirTemp("", "mitrity-e2e-")
@@ -99,7 +99,7 @@ func newWorldBackend(t *testing.T, asUser bool, policyYAML, backend string) *wor
 	return w
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
@@ -144,7 +144,7 @@ func (w *world) exec(t *testing.T, args ...string) result {
 
 // events reads the audit file line by line: every line must be one JSON
 // event.
-func (w *world) events(t *testing.T) []map[string]any {
+func (w *world) events(t testing.TB) []map[string]any {
 	t.Helper()
 	f, err := os.Open(w.audit)
 	must(t, err)

@@ -157,7 +157,7 @@ func TestMCPStdioDisabled(t *testing.T) {
 }
 
 // freePort returns a loopback port that was free a moment ago.
-func freePort(t *testing.T) string {
+func freePort(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	must(t, err)

@@ -13,17 +13,20 @@ import (
 	"github.com/mitrity/mitrity/govern/cliapp"
 	"github.com/mitrity/mitrity/govern/hold"
 	"github.com/mitrity/mitrity/govern/mcpserver"
+	"github.com/mitrity/mitrity/govern/metrics"
 	"github.com/mitrity/mitrity/govern/service"
 )
 
 func serveCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "serve",
-		Usage: "serve the shell__execute MCP tool over stdio (the default) or Streamable HTTP",
+		Usage: "serve the shell__execute MCP tool over stdio (the default) or Streamable HTTP, and the admission socket for agent-framework hooks",
 		Description: "Every tools/call goes through the same pipeline, executor and audit as `mitrity-gateway exec`.\n" +
 			"Over stdio every call is made as --agent. Over HTTP a bearer token is required: --token-file lists\n" +
 			"`TOKEN AGENT_ID` lines (mode 0600) and the token names the agent. SIGTERM or SIGINT stops accepting\n" +
-			"calls, lets running ones finish, and cancels (kills) those still running after --grace.",
+			"calls, lets running ones finish, and cancels (kills) those still running after --grace.\n" +
+			"With admission.enabled (the default) the admission socket is served too, for mitrity-hook;\n" +
+			"--admission-only serves nothing else.",
 		Flags: []cli.Flag{
 			configFlag,
 			&cli.BoolFlag{Name: "stdio", Usage: "serve MCP over stdin/stdout (the default)"},
@@ -31,6 +34,7 @@ func serveCommand() *cli.Command {
 			&cli.StringFlag{Name: "token-file", Usage: "with --http: file of `TOKEN AGENT_ID` lines, mode 0600 (required)"},
 			&cli.StringFlag{Name: "agent", Value: "local", Usage: "with --stdio: the agent id every call is made as"},
 			&cli.DurationFlag{Name: "grace", Value: mcpserver.DefaultShutdownGrace, Usage: "on shutdown, how long running calls may finish before they are cancelled"},
+			&cli.BoolFlag{Name: "admission-only", Usage: "serve only the admission socket (for mitrity-hook), no MCP"},
 			&cli.StringFlag{Name: "admin-dir", Usage: "directory of admin sockets (approvals reach a held call here)", Value: hold.DefaultDir()},
 		},
 		Action: runServe,
@@ -40,6 +44,9 @@ func serveCommand() *cli.Command {
 func runServe(c *cli.Context) error {
 	if c.Bool("stdio") && c.IsSet("http") {
 		return cli.Exit("serve: --stdio and --http are exclusive", 2)
+	}
+	if c.Bool("admission-only") && (c.Bool("stdio") || c.IsSet("http")) {
+		return cli.Exit("serve: --admission-only serves no MCP; drop --stdio and --http", 2)
 	}
 	if c.NArg() > 0 {
 		return cli.Exit(fmt.Sprintf("serve: unexpected arguments %q", c.Args().Slice()), 2)
@@ -85,11 +92,44 @@ func runServe(c *cli.Context) error {
 		logger.Warn().Err(err).Msg("admin socket unavailable: a held call can only expire")
 	}
 
-	srv := mcpserver.New(mcpserver.Options{Service: svc, Enabled: cfg.Exec.Enabled, Agent: c.String("agent"),
-		Version: version, Logger: logger})
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	grace := c.Duration("grace")
+
+	if cfg.Admin.Listen != "" {
+		m := metrics.New()
+		svc.SetMetrics(m)
+		_, stopAdmin, err := startAdmin(ctx, cfg.Admin.Listen, m, logger)
+		if err != nil {
+			return cli.Exit(fmt.Sprintf("serve: admin.listen: %v", err), 1)
+		}
+		defer stopAdmin()
+	}
+	if c.Bool("admission-only") && !cfg.Admission.Enabled {
+		return cli.Exit("serve: --admission-only, but admission.enabled is false", 2)
+	}
+	if cfg.Admission.Enabled {
+		adm, err := listenAdmission(cfg, svc, logger)
+		switch {
+		case err == nil:
+			defer adm.shutdown(grace)
+		case c.Bool("admission-only") || addr != "":
+			return cli.Exit(fmt.Sprintf("serve: %v", err), 1)
+		default:
+			// An agent that starts its own stdio gateway per session
+			// finds the socket served by the first: that one answers
+			// the hooks.
+			logger.Warn().Err(err).Msg("admission socket not served by this process")
+		}
+	}
+	if c.Bool("admission-only") {
+		<-ctx.Done()
+		logger.Info().Msg("stopping: admission calls in flight may finish within the grace period")
+		return nil
+	}
+
+	srv := mcpserver.New(mcpserver.Options{Service: svc, Enabled: cfg.Exec.Enabled, Agent: c.String("agent"),
+		Version: version, Logger: logger})
 
 	if addr == "" {
 		logger.Info().Str("agent", c.String("agent")).Msg("serving MCP on stdio")

@@ -61,6 +61,13 @@ type Decision struct {
 	Message string
 }
 
+// Surfaces a call can come from (Call.Surface).
+const (
+	SurfaceMCP       = "mcp"        // the shell__execute MCP tool
+	SurfaceAgentHook = "agent_hook" // a framework's own shell tool, through the hook
+	SurfaceCLI       = "cli"        // mitrity-gateway exec
+)
+
 // Call is one request to run a shell command, as every surface (MCP tool
 // call, hook admission, the exec subcommand) presents it to the pipeline.
 type Call struct {

@@ -160,11 +160,12 @@ func (s *Status) UnmarshalText(b []byte) error {
 }
 
 // IsExecutionReason reports whether r may explain a non-completed status on
-// an execution card: pin_mismatch, concurrency_limit, spawn_error or
-// sandbox_unavailable. No other reason belongs there.
+// an execution card: pin_mismatch, concurrency_limit, spawn_error,
+// sandbox_unavailable, or, for a routed hook call's ticket, ticket_expired
+// and ticket_refused. No other reason belongs there.
 func IsExecutionReason(r Reason) bool {
 	switch r {
-	case ReasonPinMismatch, ReasonConcurrencyLimit, ReasonSpawnError, ReasonSandboxUnavailable:
+	case ReasonPinMismatch, ReasonConcurrencyLimit, ReasonSpawnError, ReasonSandboxUnavailable, ReasonTicketExpired, ReasonTicketRefused:
 		return true
 	}
 	return false

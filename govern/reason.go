@@ -62,6 +62,12 @@ const (
 	// ReasonAuditUnavailable: the audit event could not be written, so
 	// nothing runs.
 	ReasonAuditUnavailable Reason = "audit_unavailable"
+	// ReasonTicketExpired: a routed hook call's ticket was never redeemed
+	// before it expired (or the gateway stopped first); nothing ran.
+	ReasonTicketExpired Reason = "ticket_expired"
+	// ReasonTicketRefused: a ticket was presented by another agent or
+	// user than it was issued to; it is spent and nothing ran.
+	ReasonTicketRefused Reason = "ticket_refused"
 )
 
 func (r Reason) String() string { return string(r) }

@@ -16,6 +16,7 @@ require (
 	github.com/cpuguy83/go-md2man/v2 v2.0.7 // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/mattn/go-colorable v0.1.14 // indirect
+	github.com/mitrity/mitrity/admission v0.0.0
 	github.com/mitrity/mitrity/govern v0.0.0
 	github.com/russross/blackfriday/v2 v2.1.0 // indirect
 	github.com/xrash/smetrics v0.0.0-20240521201337-686a1a2994c1 // indirect
@@ -23,3 +24,5 @@ require (
 )
 
 replace github.com/mitrity/mitrity/govern => ../govern
+
+replace github.com/mitrity/mitrity/admission => ../admission

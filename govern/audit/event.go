@@ -222,9 +222,9 @@ func OutcomeOf(o govern.Outcome) Outcome { return Outcome(o.String()) }
 type Surface string
 
 const (
-	SurfaceMCP       Surface = "mcp"
-	SurfaceAgentHook Surface = "agent_hook"
-	SurfaceCLI       Surface = "cli"
+	SurfaceMCP       Surface = govern.SurfaceMCP
+	SurfaceAgentHook Surface = govern.SurfaceAgentHook
+	SurfaceCLI       Surface = govern.SurfaceCLI
 )
 
 var surfaces = []Surface{SurfaceMCP, SurfaceAgentHook, SurfaceCLI}
@@ -374,7 +374,7 @@ func (x *Execution) validate() []error {
 	case x.Status == govern.StatusCompleted && x.Reason != "":
 		bad("reason %q on a completed execution", x.Reason)
 	case x.Reason != "" && !govern.IsExecutionReason(x.Reason):
-		bad("reason %q, want pin_mismatch, concurrency_limit, spawn_error or sandbox_unavailable", x.Reason)
+		bad("reason %q, want pin_mismatch, concurrency_limit, spawn_error, sandbox_unavailable, ticket_expired or ticket_refused", x.Reason)
 	}
 	if (x.ExitCode != nil) != (x.Status == govern.StatusCompleted) {
 		bad("exit_code must be set exactly when status is completed (status %s)", x.Status)

@@ -27,6 +27,8 @@ type Config struct {
 	Audit         Audit
 	Notifications Notifications
 	ThreatIntel   ThreatIntel
+	Admission     Admission
+	Admin         Admin
 
 	doc *yamlfile.Doc // positions for Validate; nil when built in code
 }
@@ -159,6 +161,29 @@ type ThreatIntel struct {
 	ReloadSeconds int
 }
 
+// Admission is the admission socket: where agent-framework hooks send a
+// shell call for a decision and the relay redeems its ticket.
+type Admission struct {
+	// Enabled serves the socket from `serve`.
+	Enabled bool
+	// Socket is the socket's absolute path. The default (and
+	// $MITRITY_ADMISSION_SOCKET) is govern.AdmissionSocket's.
+	Socket string
+	// Owners are the users (names or numeric uids) whose processes may
+	// connect, checked by the peer's uid; root always may. Empty: the
+	// gateway's own user.
+	Owners []string
+	// TicketTTLSeconds is how long an execution ticket may wait to be
+	// redeemed.
+	TicketTTLSeconds int
+}
+
+// Admin is the opt-in administrative listener (Prometheus metrics).
+type Admin struct {
+	// Listen is HOST:PORT; empty serves nothing.
+	Listen string
+}
+
 // Notifications are the sinks for execution.sandbox_degraded and
 // execution.output_redacted.
 type Notifications struct {
@@ -189,6 +214,8 @@ const (
 	DefaultFileSizeBytes      = 1 * GiB
 	DefaultWebhookTimeout     = 5
 	DefaultIntelReloadSeconds = 5
+	DefaultTicketTTLSeconds   = 300
+	MaxTicketTTLSeconds       = 3600
 	MaxWebhookTimeout         = 30 // seconds; the notifier's own bound
 )
 

@@ -102,6 +102,7 @@ func TestDefaults(t *testing.T) {
 		Audit:         Audit{Path: "/home/op/.local/state/mitrity/audit.jsonl"},
 		Notifications: Notifications{Log: true, Webhook: Webhook{TimeoutSeconds: 5}},
 		ThreatIntel:   ThreatIntel{ReloadSeconds: 5},
+		Admission:     Admission{Enabled: true, Socket: filepath.Join(os.TempDir(), "mitrity-1000", "admission.sock"), TicketTTLSeconds: 300},
 	}
 	assert.DeepEqual(t, c, want, cmpConfig...)
 }
@@ -181,6 +182,7 @@ func TestGoodConfigs(t *testing.T) {
 		Audit:         Audit{Path: filepath.Join(dir, "audit", "audit.jsonl")},
 		Notifications: Notifications{Log: false, Webhook: Webhook{URL: "https://hooks.slack.com/services/T0/B0/x", TimeoutSeconds: 10}},
 		ThreatIntel:   ThreatIntel{ReloadSeconds: 5},
+		Admission:     Admission{Enabled: true, Socket: filepath.Join(os.TempDir(), "mitrity-1000", "admission.sock"), TicketTTLSeconds: 300},
 	}
 	assert.DeepEqual(t, full, want, cmpConfig...)
 	assert.Equal(t, full.Exec.Dialect(), "sh")
@@ -202,6 +204,12 @@ func TestGoodConfigs(t *testing.T) {
 	// Root with run_as is fine.
 	_, err = asRoot(fakeHost(stagedFiles)).Load("testdata/good/root.yaml")
 	assert.NilError(t, err)
+
+	// Root handing the admission socket to one user.
+	adm, err := asRoot(fakeHost(stagedFiles)).Load("testdata/good/admission-owner.yaml")
+	assert.NilError(t, err)
+	assert.DeepEqual(t, adm.Admission, Admission{Enabled: true, Socket: "/run/mitrity-agent/admission.sock", Owners: []string{"agent"}, TicketTTLSeconds: 120})
+	assert.Equal(t, adm.Admin.Listen, "127.0.0.1:9464")
 }
 
 func TestEmbedded(t *testing.T) {

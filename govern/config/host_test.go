@@ -53,8 +53,16 @@ func fakeHost(files map[string]fs.FileMode) Loader {
 				return &user.User{Username: name, Uid: "1001"}, nil
 			case "root":
 				return &user.User{Username: name, Uid: "0"}, nil
+			case "op":
+				return &user.User{Username: name, Uid: "1000"}, nil
 			}
 			return nil, user.UnknownUserError(name)
+		},
+		LookupUserID: func(uid string) (*user.User, error) {
+			if uid == "1002" {
+				return &user.User{Username: "second", Uid: uid}, nil
+			}
+			return nil, user.UnknownUserIdError(0)
 		},
 	}
 }

@@ -58,6 +58,8 @@ type Loader struct {
 	Getenv     func(key string) string                // os.Getenv
 	Geteuid    func() int                             // os.Geteuid
 	LookupUser func(name string) (*user.User, error)  // user.Lookup
+	// LookupUserID resolves a numeric uid; nil: user.LookupId.
+	LookupUserID func(uid string) (*user.User, error)
 }
 
 type host struct{ Loader }

@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"github.com/mitrity/mitrity/govern"
 	"io/fs"
+	"net"
 	"net/netip"
 	"net/url"
 	"os"
+	"os/user"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/mitrity/mitrity/govern/yamlfile"
@@ -40,6 +43,8 @@ var checks = []func(*validator){
 	checkAudit,
 	checkThreatIntel,
 	checkNotifications,
+	checkAdmission,
+	checkAdmin,
 }
 
 func (h host) validate(c *Config, errs *yamlfile.Errors) {
@@ -506,4 +511,75 @@ func unwrapPathError(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// checkAdmission: the socket is 0600 in a 0700 directory, so only one
+// non-root user can reach it; a root gateway hands both to that user. A
+// gateway not running as root can serve only itself.
+func checkAdmission(v *validator) {
+	a := v.c.Admission
+	if p := a.Socket; !filepath.IsAbs(p) {
+		v.errorf("admission.socket", "%q: must be an absolute path", p)
+	} else if len(p) > 107 {
+		v.errorf("admission.socket", "%q: longer than a Unix socket path may be (107 bytes)", p)
+	}
+	euid := v.Geteuid()
+	others := 0
+	for i, name := range a.Owners {
+		path := yamlfile.Index("admission.owners", i)
+		u, err := v.LookupUser(name)
+		if err != nil {
+			if u, err = lookupUID(v, name); err != nil {
+				v.errorf(path, "%q: no such user", name)
+				continue
+			}
+		}
+		switch {
+		case u.Uid == "0" || u.Uid == fmt.Sprint(euid):
+		case euid != 0:
+			v.errorf(path, "%q: a gateway that does not run as root serves only its own user; run one gateway per user", name)
+		default:
+			others++
+			if others > 1 {
+				v.errorf(path, "%q: the socket is 0600 and belongs to one user; run one gateway per user", name)
+			}
+			// The socket's directory is handed to that user: it must
+			// be one of its own, not the gateway's runtime directory.
+			if d := filepath.Dir(a.Socket); others == 1 && (d == govern.RuntimeDir(0, v.Getenv) || !v.doc.Has("admission.socket")) {
+				v.errorf(path, "%q: set admission.socket to a path in a directory of its own (it is handed to that user), e.g. /run/mitrity-%s/admission.sock", name, u.Username)
+			}
+		}
+	}
+	if t := a.TicketTTLSeconds; t < 1 || t > MaxTicketTTLSeconds {
+		v.errorf("admission.ticket_ttl_seconds", "%d: want 1 to %d", t, MaxTicketTTLSeconds)
+	}
+}
+
+// lookupUID accepts a numeric uid where a user name is expected.
+func lookupUID(v *validator, s string) (*user.User, error) {
+	if _, err := strconv.ParseUint(s, 10, 32); err != nil {
+		return nil, err
+	}
+	if v.LookupUserID != nil {
+		return v.LookupUserID(s)
+	}
+	return user.LookupId(s)
+}
+
+func checkAdmin(v *validator) {
+	l := v.c.Admin.Listen
+	if l == "" {
+		return
+	}
+	host, port, err := net.SplitHostPort(l)
+	if err != nil {
+		v.errorf("admin.listen", "%q: want HOST:PORT (e.g. 127.0.0.1:9464)", l)
+		return
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		v.errorf("admin.listen", "%q: the port must be 0 to 65535", l)
+	}
+	if _, err := netip.ParseAddr(host); err != nil && host != "localhost" {
+		v.errorf("admin.listen", "%q: the host must be an IP address or localhost", l)
+	}
 }

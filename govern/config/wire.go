@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/mitrity/mitrity/govern"
 	"github.com/mitrity/mitrity/govern/yamlfile"
 )
 
@@ -20,6 +21,19 @@ type wireConfig struct {
 	Audit         *wireAudit                 `yaml:"audit"`
 	Notifications *wireNotifications         `yaml:"notifications"`
 	ThreatIntel   *wireThreatIntel           `yaml:"threat_intel"`
+	Admission     *wireAdmission             `yaml:"admission"`
+	Admin         *wireAdmin                 `yaml:"admin"`
+}
+
+type wireAdmission struct {
+	Enabled          *bool     `yaml:"enabled"`
+	Socket           *string   `yaml:"socket"`
+	Owners           *[]string `yaml:"owners"`
+	TicketTTLSeconds *int      `yaml:"ticket_ttl_seconds"`
+}
+
+type wireAdmin struct {
+	Listen *string `yaml:"listen"`
 }
 
 type wireThreatIntel struct {
@@ -113,6 +127,8 @@ func defaults(h host) *Config {
 		Audit:         Audit{Path: h.defaultAuditPath()},
 		Notifications: Notifications{Log: true, Webhook: Webhook{TimeoutSeconds: DefaultWebhookTimeout}},
 		ThreatIntel:   ThreatIntel{ReloadSeconds: DefaultIntelReloadSeconds},
+		Admission: Admission{Enabled: true, Socket: govern.AdmissionSocket(h.Geteuid(), h.Getenv),
+			TicketTTLSeconds: DefaultTicketTTLSeconds},
 	}
 }
 
@@ -198,6 +214,17 @@ func (c *Config) overlay(w *wireConfig, doc *yamlfile.Doc, dir string, errs *yam
 			c.ThreatIntel.Feed = resolve(dir, *ti.Feed)
 		}
 		set(&c.ThreatIntel.ReloadSeconds, ti.ReloadSeconds)
+	}
+	if a := w.Admission; a != nil {
+		set(&c.Admission.Enabled, a.Enabled)
+		set(&c.Admission.Socket, a.Socket)
+		if a.Owners != nil {
+			c.Admission.Owners = slices.Clone(*a.Owners)
+		}
+		set(&c.Admission.TicketTTLSeconds, a.TicketTTLSeconds)
+	}
+	if a := w.Admin; a != nil {
+		set(&c.Admin.Listen, a.Listen)
 	}
 	if n := w.Notifications; n != nil {
 		set(&c.Notifications.Log, n.Log)

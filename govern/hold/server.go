@@ -6,17 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/mitrity/mitrity/govern"
+	"github.com/mitrity/mitrity/govern/unixsock"
 )
 
 // Server serves a queue on a Unix socket to the socket's owner only: the
@@ -24,99 +23,34 @@ import (
 // (SO_PEERCRED) must be the gateway's own uid or root.
 type Server struct {
 	q    *Queue
-	ln   net.Listener
-	srv  *http.Server
-	path string
+	sock *unixsock.Server
 }
 
 // Listen creates the socket at path (its directory is created 0700) and
 // serves q on it until Close.
 func Listen(path string, q *Queue) (*Server, error) {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("admin socket directory: %w", err)
-	}
-	if err := os.Chmod(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("admin socket directory: %w", err)
-	}
-	if c, err := net.Dial("unix", path); err == nil {
-		c.Close()
-		return nil, fmt.Errorf("admin socket %s is served by another process", path)
-	}
-	os.Remove(path)
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		return nil, fmt.Errorf("admin socket: %w", err)
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
-		return nil, err
-	}
-	s := &Server{q: q, ln: ln, path: path}
+	s := &Server{q: q}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/holds", s.list)
 	mux.HandleFunc("POST /v1/holds/{id}/{verdict}", s.answer)
-	s.srv = &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 5 * time.Second,
-		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			return context.WithValue(ctx, peerKey{}, peerUID(c))
-		},
+	sock, err := unixsock.Listen(path, mux, unixsock.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("admin %w", err)
 	}
-	go s.srv.Serve(ln)
+	s.sock = sock
 	return s, nil
 }
 
 // Close stops serving and removes the socket.
-func (s *Server) Close() error {
-	err := s.srv.Close()
-	os.Remove(s.path)
-	return err
-}
-
-type peerKey struct{}
-
-// peerUID returns the connecting process's uid, or -1 when unknown.
-func peerUID(c net.Conn) int {
-	uc, ok := c.(*net.UnixConn)
-	if !ok {
-		return -1
-	}
-	raw, err := uc.SyscallConn()
-	if err != nil {
-		return -1
-	}
-	uid := -1
-	raw.Control(func(fd uintptr) {
-		cred, err := syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
-		if err == nil {
-			uid = int(cred.Uid)
-		}
-	})
-	return uid
-}
-
-// allowed: only the gateway's own user, or root, may see or answer holds.
-func allowed(r *http.Request) (int, bool) {
-	uid, _ := r.Context().Value(peerKey{}).(int)
-	return uid, uid >= 0 && (uid == os.Geteuid() || uid == 0)
-}
+func (s *Server) Close() error { return s.sock.Close() }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
-	if _, ok := allowed(r); !ok {
-		http.Error(w, "forbidden", http.StatusForbidden)
-		return
-	}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(s.q.List())
 }
 
 func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
-	uid, ok := allowed(r)
-	if !ok {
-		http.Error(w, "forbidden", http.StatusForbidden)
-		return
-	}
+	uid, _ := unixsock.PeerUID(r.Context()) // unixsock admitted only the owner and root
 	var outcome govern.Outcome
 	switch r.PathValue("verdict") {
 	case "approve":
@@ -150,13 +84,7 @@ func (c Client) sockets() ([]string, error) {
 	return m, err
 }
 
-func httpClient(sock string) *http.Client {
-	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
-		},
-	}}
-}
+func httpClient(sock string) *http.Client { return unixsock.Client(sock, 5*time.Second) }
 
 // List returns the holds pending on every live socket.
 func (c Client) List(ctx context.Context) ([]Pending, error) {

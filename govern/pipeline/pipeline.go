@@ -131,6 +131,9 @@ type State struct {
 	DLPHits     []dlp.Hit
 	WouldDeny   []govern.Decision // monitor mode
 	HoldVerdict *hold.Verdict
+	// Deferred is set when a hold or ask on a hook surface is left to the
+	// framework's own prompt: Decide then returns Ask.
+	Deferred bool
 	// Credentials are the credential ids the execution injects:
 	// CredentialEnv maps variable -> id, CredentialFiles file -> id.
 	CredentialEnv   map[string]string
@@ -163,6 +166,11 @@ func (p *Pipeline) Decide(ctx context.Context, call govern.Call) (*State, govern
 				st.Pending = d
 			}
 		}
+	}
+	if st.Deferred {
+		d := st.Pending
+		d.Outcome = govern.Ask
+		return st, d
 	}
 	return st, govern.Decision{Outcome: govern.Allow}
 }
@@ -359,6 +367,12 @@ func policyRules(_ context.Context, p *Pipeline, st *State) govern.Decision {
 // profile's hold timeout expires (a denial).
 func holdStage(ctx context.Context, p *Pipeline, st *State) govern.Decision {
 	if st.Pending.Outcome != govern.Hold && st.Pending.Outcome != govern.Ask {
+		return allow
+	}
+	// On a hook surface an ask, and a hold under hold.on_hook: ask, go
+	// to the person at the framework's own prompt instead of the queue.
+	if st.Call.Surface == govern.SurfaceAgentHook && (st.Pending.Outcome == govern.Ask || st.Profile.Hold.OnHook == policy.HookAsk) {
+		st.Deferred = true
 		return allow
 	}
 	timeout := time.Duration(st.Profile.Hold.TimeoutSeconds) * time.Second

@@ -84,7 +84,8 @@ type wireDLP struct {
 }
 
 type wireHold struct {
-	TimeoutSeconds *int `yaml:"timeout_seconds"`
+	TimeoutSeconds *int    `yaml:"timeout_seconds"`
+	OnHook         *string `yaml:"on_hook"`
 }
 
 // Load reads and validates the policy file at path.
@@ -214,7 +215,7 @@ func (b *builder) profile(path, name string, w *wireProfile) Profile {
 		BuiltinExecRouting:  RoutingFramework,
 		CommandAnalysisMode: AnalysisEnforce,
 		Injection:           Injection{Mode: InjectionDeny},
-		Hold:                Hold{TimeoutSeconds: DefaultHoldTimeoutSeconds},
+		Hold:                Hold{TimeoutSeconds: DefaultHoldTimeoutSeconds, OnHook: HookQueue},
 	}
 	if w == nil {
 		return p
@@ -280,6 +281,12 @@ func (b *builder) profile(path, name string, w *wireProfile) Profile {
 			}
 			seen[d] = true
 			p.DLP.Bindings = append(p.DLP.Bindings, d)
+		}
+	}
+	if w.Hold != nil && w.Hold.OnHook != nil {
+		p.Hold.OnHook = HookHold(*w.Hold.OnHook)
+		if h := p.Hold.OnHook; h != HookQueue && h != HookAsk {
+			b.errorf(path+".hold.on_hook", "%q: want queue or ask", h)
 		}
 	}
 	if w.Hold != nil && w.Hold.TimeoutSeconds != nil {

@@ -151,7 +151,21 @@ type Hold struct {
 	// TimeoutSeconds is how long a held call waits before it expires to a
 	// denial.
 	TimeoutSeconds int
+	// OnHook is what a held call admitted through a framework hook does.
+	OnHook HookHold
 }
+
+// HookHold is hold.on_hook.
+type HookHold string
+
+const (
+	// HookQueue: the hook waits in the gateway's approval queue, as every
+	// other held call does.
+	HookQueue HookHold = "queue"
+	// HookAsk: the framework asks its person; the rewrite to the relay is
+	// already in place when they approve.
+	HookAsk HookHold = "ask"
+)
 
 // WorkspacePlaceholder stands for exec.default_cwd in workspace_roots and
 // script_inspection_roots, as a whole entry or as the start of one

@@ -70,7 +70,7 @@ func defaultProfile(name string) Profile {
 		BuiltinExecRouting:  RoutingFramework,
 		CommandAnalysisMode: AnalysisEnforce,
 		Injection:           Injection{Mode: InjectionDeny},
-		Hold:                Hold{TimeoutSeconds: 600},
+		Hold:                Hold{TimeoutSeconds: 600, OnHook: HookQueue},
 	}
 }
 
@@ -133,7 +133,7 @@ func TestGoodPolicy(t *testing.T) {
 		},
 		Injection:      Injection{Mode: InjectionHold},
 		DLP:            DLP{Bindings: []string{"aws", "github"}},
-		Hold:           Hold{TimeoutSeconds: 3600},
+		Hold:           Hold{TimeoutSeconds: 3600, OnHook: HookQueue},
 		ExtraDenyPaths: []string{"/srv/secrets", "/home/op/.config/op"},
 	}
 	want := &Policy{

@@ -104,6 +104,9 @@ func (s *Service) Pipeline() *pipeline.Pipeline { return s.pipe }
 
 // Close stops the feed watcher and closes the audit log.
 func (s *Service) Close() error {
+	// Tickets still waiting get their never-ran events while the audit
+	// log is open.
+	s.tickets.Close()
 	for _, c := range s.closers {
 		_ = c()
 	}

@@ -4,7 +4,6 @@
 package service
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -20,12 +19,14 @@ import (
 	"github.com/mitrity/mitrity/govern/config"
 	"github.com/mitrity/mitrity/govern/dlp"
 	"github.com/mitrity/mitrity/govern/executor"
+	"github.com/mitrity/mitrity/govern/metrics"
 	"github.com/mitrity/mitrity/govern/notify"
 	"github.com/mitrity/mitrity/govern/pipeline"
 	"github.com/mitrity/mitrity/govern/plan"
 	"github.com/mitrity/mitrity/govern/policy"
 	"github.com/mitrity/mitrity/govern/sandbox"
 	"github.com/mitrity/mitrity/govern/shell"
+	"github.com/mitrity/mitrity/govern/ticket"
 )
 
 // MaxEnvKeys bounds a call's env argument.
@@ -46,6 +47,10 @@ type Service struct {
 	// available every call stamps unavailable_denied or none, with its
 	// reason.
 	backend backend
+	// tickets hold the fixed plans of routed hook calls until the relay
+	// redeems them.
+	tickets *ticket.Store
+	metrics *metrics.Metrics // nil: none
 	closers []func() error
 }
 
@@ -66,9 +71,15 @@ type Deps struct {
 
 // New returns a Service.
 func New(d Deps) *Service {
-	return &Service{cfg: d.Config, pipe: d.Pipeline, exec: d.Executor, audit: d.Audit, notifier: d.Notifier,
+	s := &Service{cfg: d.Config, pipe: d.Pipeline, exec: d.Executor, audit: d.Audit, notifier: d.Notifier,
 		log: d.Logger, home: d.Home, runAs: d.RunAs,
 		backend: backend{reason: "no sandbox backend was probed"}}
+	ttl := time.Duration(d.Config.Admission.TicketTTLSeconds) * time.Second
+	if ttl <= 0 {
+		ttl = config.DefaultTicketTTLSeconds * time.Second
+	}
+	s.tickets = ticket.New(ttl, MaxTickets, s.expired)
+	return s
 }
 
 // Structured is the machine-readable part of a result: the MCP tool's
@@ -184,18 +195,24 @@ func (s *Service) denied(ctx context.Context, call govern.Call, st *pipeline.Sta
 		Structured: Structured{Reason: string(d.Reason), EventID: id}}
 }
 
-// write audits rec; an event that cannot be written is logged (and counted
-// by the writer) so the operator hears of it.
+// SetMetrics makes the service count what it audits into m.
+func (s *Service) SetMetrics(m *metrics.Metrics) { s.metrics = m }
+
+// write audits rec; an event that cannot be written is logged and counted
+// so the operator hears of it.
 func (s *Service) write(rec audit.Record) string {
 	ev, err := s.builder.Build(rec)
 	if err != nil {
 		s.log.Error().Err(err).Msg("audit event could not be built")
+		s.metrics.AuditWriteError()
 		return ""
 	}
+	s.metrics.Observe(ev)
 	audit.LogDecision(s.log, ev)
 	if s.audit != nil {
 		if err := s.audit.Write(ev); err != nil {
 			s.log.Error().Err(err).Str("event_id", ev.ID).Msg("audit event could not be written")
+			s.metrics.AuditWriteError()
 		}
 	}
 	return ev.ID
@@ -215,6 +232,27 @@ func (s *Service) mode(p policy.Profile) govern.SandboxMode {
 }
 
 func (s *Service) execute(ctx context.Context, st *pipeline.State) Result {
+	pr, res := s.prepare(ctx, st)
+	if pr == nil {
+		return res
+	}
+	return s.run(ctx, pr, nil)
+}
+
+// prepared is a decided call with its plan fixed: what a ticket holds
+// between admit and redeem.
+type prepared struct {
+	st      *pipeline.State
+	plan    *plan.Plan
+	base    audit.Record // the execution event's start
+	mode    govern.SandboxMode
+	ceiling int // seconds
+}
+
+// prepare fixes the plan of an allowed call. When it cannot (no sandbox
+// where one is required, a plan that does not build) the outcome is
+// audited and returned instead.
+func (s *Service) prepare(ctx context.Context, st *pipeline.State) (*prepared, Result) {
 	a := st.Analysis
 	timeout := s.timeout(st)
 	mode := s.mode(st.Profile)
@@ -232,10 +270,9 @@ func (s *Service) execute(ctx context.Context, st *pipeline.State) Result {
 		rec.Run = &audit.Run{Status: govern.StatusNeverRan, Reason: govern.ReasonSandboxUnavailable, SandboxMode: &m, TimeoutSeconds: ceiling}
 		id := s.write(rec)
 		s.degraded(ctx, st, mode, govern.StatusNeverRan, id)
-		return Result{Text: "denied (sandbox_unavailable): " + d.Message, IsError: true, Decision: d, Status: govern.StatusNeverRan,
+		return nil, Result{Text: "denied (sandbox_unavailable): " + d.Message, IsError: true, Decision: d, Status: govern.StatusNeverRan,
 			Structured: Structured{TimeoutSeconds: ceiling, SandboxMode: mode.String(), Reason: string(d.Reason), Status: govern.StatusNeverRan.String(), EventID: id}}
 	}
-
 	p, err := plan.New(plan.Spec{
 		Shell: s.cfg.Exec.Shell, Dialect: a.Dialect, Command: a.Text, CommandSHA256: a.SHA256,
 		Cwd: st.Cwd, WorkspaceRoots: st.WorkspaceRoots, Timeout: timeout, Env: s.env(st),
@@ -245,7 +282,27 @@ func (s *Service) execute(ctx context.Context, st *pipeline.State) Result {
 		RunAs: s.runAs,
 	})
 	if err != nil {
-		return s.failed(ctx, st, base, mode, ceiling, err)
+		return nil, s.failed(ctx, st, base, mode, ceiling, err)
+	}
+	return &prepared{st: st, plan: p, base: base, mode: mode, ceiling: ceiling}, Result{}
+}
+
+// Output receives redacted output as it is produced: stream is "stdout" or
+// "stderr". Calls come from one goroutine per stream.
+type Output func(stream string, p []byte)
+
+// run executes a prepared plan and audits the execution.
+func (s *Service) run(ctx context.Context, pr *prepared, live Output) Result {
+	st, p, base, ceiling := pr.st, pr.plan, pr.base, pr.ceiling
+	a := st.Analysis
+	mode := pr.mode
+	if mode == govern.SandboxBubblewrap && !s.backend.available {
+		// The backend went away between admit and redeem.
+		mode = s.mode(st.Profile)
+		if mode == govern.SandboxUnavailableDenied {
+			_, res := s.prepare(ctx, st)
+			return res
+		}
 	}
 	secrets, err := s.fetch(ctx, p)
 	if err != nil {
@@ -255,23 +312,27 @@ func (s *Service) execute(ctx context.Context, st *pipeline.State) Result {
 	if err != nil {
 		return s.failed(ctx, st, base, mode, ceiling, err)
 	}
-	var outBuf, errBuf bytes.Buffer
-	outS, errS := red.Stream(&outBuf), red.Stream(&errBuf)
-	r := s.exec.Run(ctx, p, mode, secretMap(secrets), outS, errS)
-	outS.Close()
-	errS.Close()
-	counts := map[string]int{}
-	for id, n := range outS.Counts() {
-		counts[id] += n
-	}
-	for id, n := range errS.Counts() {
-		counts[id] += n
-	}
 	bindings, _ := dlp.Bind(st.Profile.DLP.Bindings)
-	stdout, outHits := bindings.Redact(outBuf.String())
-	stderr, errHits := bindings.Redact(errBuf.String())
-	redactions := outS.Total() + errS.Total() + len(outHits) + len(errHits)
-
+	out := newOutputStream(red, bindings, "stdout", live)
+	errs := newOutputStream(red, bindings, "stderr", live)
+	r := s.exec.Run(ctx, p, mode, secretMap(secrets), out, errs)
+	out.Close()
+	errs.Close()
+	counts := map[string]int{}
+	for id, n := range out.cred.Counts() {
+		counts[id] += n
+	}
+	for id, n := range errs.cred.Counts() {
+		counts[id] += n
+	}
+	stdout, stderr := out.buf.String(), errs.buf.String()
+	redactions := out.redactions() + errs.redactions()
+	s.metrics.Redactions(metrics.KindCredential, out.cred.Total()+errs.cred.Total())
+	for _, o := range []*outputStream{out, errs} {
+		for name, n := range o.det.Counts() {
+			s.metrics.Redactions(metrics.DLPKind(name), n)
+		}
+	}
 	if r.SandboxMode.Valid() {
 		mode = r.SandboxMode // a preferred-seccomp run may have fallen back
 	}

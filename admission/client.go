@@ -1,0 +1,145 @@
+package admission
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+)
+
+// Client talks to the gateway's admission socket.
+type Client struct {
+	// Socket is the socket's path.
+	Socket string
+	// Timeout bounds an admit (a held call may wait for a person, so it
+	// is long); zero means no bound. A redemption is bounded by ctx only:
+	// it lasts as long as the command.
+	Timeout time.Duration
+}
+
+func (c Client) http(timeout time.Duration) *http.Client {
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, "unix", c.Socket)
+		},
+		DisableCompression: true,
+	}}
+}
+
+// ErrUnreachable wraps every failure to reach the gateway at all.
+var ErrUnreachable = errors.New("the gateway's admission socket is unreachable")
+
+func (c Client) post(ctx context.Context, path string, body any, timeout time.Duration) (*http.Response, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://mitrity"+path, bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.http(timeout).Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%w (%s): %v", ErrUnreachable, c.Socket, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		defer resp.Body.Close()
+		return nil, errorFrom(resp)
+	}
+	return resp, nil
+}
+
+// errorFrom reads an *Error body, or makes one from the status.
+func errorFrom(resp *http.Response) error {
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	var e Error
+	if json.Unmarshal(data, &e) == nil && e.Code != "" {
+		return &e
+	}
+	code := ErrInternal
+	if resp.StatusCode == http.StatusForbidden {
+		code = ErrForbidden
+	}
+	return &Error{Code: code, Message: fmt.Sprintf("%s: %s", resp.Status, bytes.TrimSpace(data))}
+}
+
+// Admit asks for a decision.
+func (c Client) Admit(ctx context.Context, req AdmitRequest) (AdmitResponse, error) {
+	resp, err := c.post(ctx, PathAdmit, req, c.Timeout)
+	if err != nil {
+		return AdmitResponse{}, err
+	}
+	defer resp.Body.Close()
+	var out AdmitResponse
+	if err := json.NewDecoder(io.LimitReader(resp.Body, MaxRequestBytes)).Decode(&out); err != nil {
+		return AdmitResponse{}, fmt.Errorf("malformed admit response: %w", err)
+	}
+	switch out.Decision {
+	case Allow, Deny, Ask:
+	default:
+		return AdmitResponse{}, fmt.Errorf("malformed admit response: decision %q", out.Decision)
+	}
+	return out, nil
+}
+
+// Redeem runs a ticket, calling frame for each output frame as it arrives,
+// and returns the result. A stream that ends without a result is an error
+// (the relay then exits 126, never as if the command had succeeded).
+func (c Client) Redeem(ctx context.Context, req RedeemRequest, frame func(Frame) error) (Result, error) {
+	resp, err := c.post(ctx, PathRedeem, req, 0)
+	if err != nil {
+		return Result{}, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		var f Frame
+		if err := json.Unmarshal(sc.Bytes(), &f); err != nil {
+			return Result{}, fmt.Errorf("malformed frame: %w", err)
+		}
+		switch f.Type {
+		case FrameResult:
+			if f.Result == nil {
+				return Result{}, errors.New("malformed frame: a result frame without a result")
+			}
+			return *f.Result, nil
+		case FrameStdout, FrameStderr:
+			if err := frame(f); err != nil {
+				return Result{}, err
+			}
+		default:
+			return Result{}, fmt.Errorf("malformed frame: type %q", f.Type)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return Result{}, fmt.Errorf("the stream broke: %w", err)
+	}
+	return Result{}, errors.New("the stream ended without a result")
+}
+
+// Health checks the gateway is there.
+func (c Client) Health(ctx context.Context) (Health, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://mitrity"+PathHealth, nil)
+	if err != nil {
+		return Health{}, err
+	}
+	resp, err := c.http(5 * time.Second).Do(req)
+	if err != nil {
+		return Health{}, fmt.Errorf("%w (%s): %v", ErrUnreachable, c.Socket, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return Health{}, errorFrom(resp)
+	}
+	var h Health
+	err = json.NewDecoder(resp.Body).Decode(&h)
+	return h, err
+}

@@ -1,0 +1,260 @@
+package metrics
+
+import (
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/mitrity/mitrity/govern"
+	"github.com/mitrity/mitrity/govern/audit"
+	"github.com/mitrity/mitrity/govern/dlp"
+)
+
+// Metric names. They are constants so the docs, the tests and the
+// dashboards cannot drift from the code.
+const (
+	NameDecisions         = "mitrity_decisions_total"
+	NameExecutions        = "mitrity_executions_total"
+	NameExecutionDuration = "mitrity_execution_duration_seconds"
+	NameRedactions        = "mitrity_redactions_total"
+	NameEgressDenied      = "mitrity_egress_denied_total"
+	NameAuditWriteErrors  = "mitrity_audit_write_errors_total"
+)
+
+// Label names.
+const (
+	LabelDecision    = "decision"
+	LabelReason      = "reason"
+	LabelStatus      = "status"
+	LabelSandboxMode = "sandbox_mode"
+	LabelKind        = "kind"
+)
+
+// Label values outside the audit vocabularies.
+const (
+	// Other replaces any value outside a label's closed vocabulary, so a
+	// bug or a new word upstream can add at most one series per label.
+	Other = "other"
+	// ReasonNone is the reason label of a decision without a reason (a
+	// plain allow).
+	ReasonNone = "none"
+	// SandboxAbsent is the sandbox_mode label of an execution card without
+	// a sandbox_mode: the gateway started nothing and vouches for no
+	// isolation. It is not "none", which means a run without a sandbox.
+	SandboxAbsent = "absent"
+	// KindCredential is the redaction kind of an injected credential value
+	// (any form, any credential; the id is never a label).
+	KindCredential = "credential"
+	// KindDLPPrefix starts the redaction kind of a DLP detector hit:
+	// dlp:<detector>, the word in the [REDACTED:dlp:<detector>] marker.
+	KindDLPPrefix = "dlp:"
+)
+
+// DurationBuckets are the execution duration histogram's upper bounds in
+// seconds: 5ms (a builtin) to one hour (a long build or test run).
+var DurationBuckets = []float64{
+	0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+	1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600,
+}
+
+// reasons is the reason label's vocabulary: every govern.Reason constant
+// (TestReasonVocabulary keeps it in step with govern/reason.go). A reason
+// outside it is counted as "other".
+var reasons = []govern.Reason{
+	govern.ReasonSandboxUnavailable, govern.ReasonModifiedOutsideGovernance, govern.ReasonCredentialInArgv,
+	govern.ReasonCwdOutsideWorkspace, govern.ReasonCommandAnalysisOff,
+	govern.ReasonInvalidInput, govern.ReasonParseError,
+	govern.ReasonPinMismatch, govern.ReasonConcurrencyLimit, govern.ReasonSpawnError,
+	govern.ReasonPolicyRule,
+	govern.ReasonToolPermission, govern.ReasonPromptInjection, govern.ReasonThreatIntel,
+	govern.ReasonHoldDenied, govern.ReasonHoldExpired, govern.ReasonDLPArgument,
+	govern.ReasonCredentialNotGranted, govern.ReasonInvalidArgument, govern.ReasonAuditUnavailable,
+	govern.ReasonTicketExpired, govern.ReasonTicketRefused,
+}
+
+var outcomes = []audit.Outcome{audit.OutcomeAllow, audit.OutcomeAsk, audit.OutcomeHold, audit.OutcomeDeny}
+
+// Metrics holds the gateway's collectors on a registry of its own (never
+// the process-global default). It is safe for concurrent use. A nil
+// *Metrics records nothing, so callers with metrics off need no checks.
+type Metrics struct {
+	reg          *prometheus.Registry
+	decisions    *prometheus.CounterVec
+	executions   *prometheus.CounterVec
+	duration     prometheus.Histogram
+	redactions   *prometheus.CounterVec
+	egressDenied prometheus.Counter
+	auditErrors  prometheus.Counter
+	kinds        []string // the redaction kind vocabulary
+}
+
+// New returns Metrics on a fresh registry that also carries the Go runtime
+// and process collectors. Every series of the closed label sets is created
+// at zero, so rate() and alerts see the first increment.
+func New() *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: NameDecisions,
+			Help: "Decisions recorded in the audit trail, by outcome (allow, ask, hold, deny) and reason. A routed hook call counts once, at admit time.",
+		}, []string{LabelDecision, LabelReason}),
+		executions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: NameExecutions,
+			Help: "Execution cards recorded in the audit trail, by status and sandbox mode (absent: nothing was started).",
+		}, []string{LabelStatus, LabelSandboxMode}),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    NameExecutionDuration,
+			Help:    "Wall-clock duration of executions that started (completed, timed_out, killed).",
+			Buckets: DurationBuckets,
+		}),
+		redactions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: NameRedactions,
+			Help: "Redactions in command output returned to agents, by kind: credential (an injected credential value) or dlp:<detector>.",
+		}, []string{LabelKind}),
+		egressDenied: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: NameEgressDenied,
+			Help: "Connections the egress proxy refused, summed over execution cards.",
+		}),
+		auditErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: NameAuditWriteErrors,
+			Help: "Audit events that could not be built or written: calls missing from the trail.",
+		}),
+	}
+	m.kinds = []string{KindCredential}
+	for _, d := range dlp.DetectorNames() {
+		m.kinds = append(m.kinds, KindDLPPrefix+d)
+	}
+	m.reg.MustRegister(m.decisions, m.executions, m.duration, m.redactions, m.egressDenied, m.auditErrors,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	for _, o := range outcomes {
+		m.decisions.WithLabelValues(string(o), ReasonNone)
+		for _, r := range reasons {
+			m.decisions.WithLabelValues(string(o), string(r))
+		}
+	}
+	for _, s := range govern.Statuses() {
+		m.executions.WithLabelValues(s.String(), SandboxAbsent)
+		for _, mode := range govern.SandboxModes() {
+			m.executions.WithLabelValues(s.String(), mode.String())
+		}
+	}
+	for _, k := range m.kinds {
+		m.redactions.WithLabelValues(k)
+	}
+	return m
+}
+
+// Observe records what one audit event says: its decision (outcome and
+// reason) and, when it carries an execution card, the card's status,
+// sandbox mode, duration and refused egress. Call it once for every event
+// built, whether or not the write then succeeds.
+//
+// The execution half of a routed hook call (an event with
+// linked_event_id) counts its execution only: its decision was counted
+// from the admit-time event, and a call is one decision.
+//
+// Redactions are not taken from the event, which has only their total;
+// report them per kind with Redactions.
+func (m *Metrics) Observe(ev *audit.Event) {
+	if m == nil || ev == nil {
+		return
+	}
+	d := &ev.Data
+	if d.LinkedEventID == "" {
+		m.decisions.WithLabelValues(outcomeLabel(d.Decision.Outcome), reasonLabel(d.Decision.Reason)).Inc()
+	}
+	x := d.Execution
+	if x == nil {
+		return
+	}
+	m.executions.WithLabelValues(statusLabel(x.Status), sandboxLabel(x.SandboxMode)).Inc()
+	if x.Status.Started() {
+		m.duration.Observe((time.Duration(x.DurationMS) * time.Millisecond).Seconds())
+	}
+	if x.Egress.Denied > 0 {
+		m.egressDenied.Add(float64(x.Egress.Denied))
+	}
+}
+
+// Redactions adds n redactions of one kind: KindCredential, or
+// DLPKind(detector) for a built-in DLP detector. Any other kind is counted
+// as "other". n <= 0 records nothing.
+func (m *Metrics) Redactions(kind string, n int) {
+	if m == nil || n <= 0 {
+		return
+	}
+	if !slices.Contains(m.kinds, kind) {
+		kind = Other
+	}
+	m.redactions.WithLabelValues(kind).Add(float64(n))
+}
+
+// DLPHits adds one redaction of kind dlp:<detector> for every hit.
+func (m *Metrics) DLPHits(hits []dlp.Hit) {
+	for _, h := range hits {
+		m.Redactions(DLPKind(h.Detector), 1)
+	}
+}
+
+// DLPKind is the redaction kind of a DLP detector's hits.
+func DLPKind(detector string) string { return KindDLPPrefix + detector }
+
+// AuditWriteError counts one audit event that could not be built or
+// written.
+func (m *Metrics) AuditWriteError() {
+	if m == nil {
+		return
+	}
+	m.auditErrors.Inc()
+}
+
+// Handler serves the registry in the Prometheus text (or negotiated)
+// exposition format. A nil *Metrics serves 404.
+func (m *Metrics) Handler() http.Handler {
+	if m == nil {
+		return http.NotFoundHandler()
+	}
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
+		Registry:      m.reg, // counts its own errors as promhttp_metric_handler_errors_total
+		ErrorHandling: promhttp.ContinueOnError,
+	})
+}
+
+func outcomeLabel(o audit.Outcome) string {
+	if slices.Contains(outcomes, o) {
+		return string(o)
+	}
+	return Other
+}
+
+func reasonLabel(r govern.Reason) string {
+	switch {
+	case r == "":
+		return ReasonNone
+	case slices.Contains(reasons, r):
+		return string(r)
+	}
+	return Other
+}
+
+func statusLabel(s govern.Status) string {
+	if s.Valid() {
+		return s.String()
+	}
+	return Other
+}
+
+func sandboxLabel(m *govern.SandboxMode) string {
+	switch {
+	case m == nil:
+		return SandboxAbsent
+	case m.Valid():
+		return m.String()
+	}
+	return Other
+}

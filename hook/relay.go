@@ -1,0 +1,76 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/mitrity/mitrity/admission"
+)
+
+// Relay exit codes besides the command's own.
+const (
+	exitTimedOut    = 124
+	exitCannotStart = 126
+	exitKilled      = 137
+)
+
+func execCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "exec",
+		Usage:     "the relay: redeem a ticket at the gateway, stream the command's redacted output, exit with its code",
+		ArgsUsage: "TICKET",
+		Description: "The gateway runs the plan it judged at admit time, in its own sandbox; this process never runs the\n" +
+			"command itself. Exit codes: the command's own; 124 timed out; 126 could not start or the ticket was\n" +
+			"refused (unknown, used, expired, another agent's); 137 killed (also when this relay is interrupted).",
+		Flags: []cli.Flag{socketFlag, &cli.StringFlag{Name: "agent", Usage: "the agent id the ticket must have been issued to (default: $" + AgentVar + ", else not checked)"}},
+		Action: runRelay,
+	}
+}
+
+func runRelay(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return cli.Exit("mitrity-hook exec: want exactly one TICKET", exitCannotStart)
+	}
+	agent := c.String("agent")
+	if agent == "" {
+		agent = os.Getenv(AgentVar)
+	}
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	client := admission.Client{Socket: socketPath(c)}
+	out, errOut := c.App.Writer, c.App.ErrWriter
+	res, err := client.Redeem(ctx, admission.RedeemRequest{Ticket: c.Args().First(), Agent: agent}, func(f admission.Frame) error {
+		w := out
+		if f.Type == admission.FrameStderr {
+			w = errOut
+		}
+		_, err := w.Write(f.Data)
+		return err
+	})
+	if ctx.Err() != nil {
+		// Interrupted: closing the stream made the gateway kill the run.
+		return cli.Exit("mitrity-hook exec: interrupted; the command was killed", exitKilled)
+	}
+	if err != nil {
+		var e *admission.Error
+		if errors.As(err, &e) && e.Code == admission.ErrTicketRefused {
+			return cli.Exit("mitrity-hook exec: the gateway refused the ticket ("+e.Message+"); nothing ran", exitCannotStart)
+		}
+		return cli.Exit("mitrity-hook exec: "+err.Error()+"; the command's outcome is unknown", exitCannotStart)
+	}
+	if res.Message != "" {
+		fmt.Fprintln(errOut, res.Message)
+	}
+	switch {
+	case res.ExitCode < 0 || res.ExitCode > 255:
+		return cli.Exit(fmt.Sprintf("mitrity-hook exec: the gateway sent exit code %d", res.ExitCode), exitCannotStart)
+	case res.ExitCode != 0:
+		return cli.Exit("", res.ExitCode)
+	}
+	return nil
+}
