@@ -607,3 +607,57 @@ func TestHookTicketExpires(t *testing.T) {
 		t.Fatal("an expired ticket must not run")
 	}
 }
+
+// TestServeReload: SIGHUP swaps in a changed policy; a policy that does
+// not compile is refused and the running one stays.
+func TestServeReload(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the hook world runs a root gateway with run_as")
+	}
+	t.Parallel()
+	w := newWorldBackend(t, false, hookPolicy, "none")
+	hw := &hookWorld{world: w, sock: filepath.Join(w.dir, "run", "admission.sock"), hook: binPath(t, "mitrity-hook")}
+	cfg, err := os.ReadFile(w.cfg)
+	must(t, err)
+	must(t, os.WriteFile(w.cfg, append(cfg, "admission:\n  socket: "+hw.sock+"\n"...), 0o644))
+	gw := hw.start(t)
+	decide := func(command string) string {
+		return parseClaude(t, hw.runHook(t, nil, nil, claudePayload(hw.ws, command), "claude")).HookSpecificOutput.PermissionDecision
+	}
+	if d := decide("touch notes.txt"); d != "allow" {
+		t.Fatalf("before: %s", d)
+	}
+	hup := func() {
+		n := hw.eventCount(t)
+		must(t, gw.Process.Signal(syscall.SIGHUP))
+		// The reload is done when a call sees it; poll with a call that
+		// is allowed either way.
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+			if hw.eventCount(t) >= n {
+				break
+			}
+		}
+	}
+	denyTouch := strings.Replace(hookPolicy, "    rules:\n", "    rules:\n      - name: no-touch\n        when: 'commands.exists(c, c.name == \"touch\")'\n        action: deny\n        message: reloaded\n", 1)
+	must(t, os.WriteFile(hw.policy, []byte(denyTouch), 0o644))
+	hup()
+	deadline := time.Now().Add(10 * time.Second)
+	for decide("touch notes.txt") != "deny" {
+		if time.Now().After(deadline) {
+			t.Fatal("the changed policy was never loaded")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// A broken policy is refused: the gateway keeps the last good one.
+	must(t, os.WriteFile(hw.policy, []byte("profiles: {framework: {rules: [{name: x, when: 'no such(', action: deny}]}}\n"), 0o644))
+	hup()
+	time.Sleep(300 * time.Millisecond)
+	if d := decide("touch notes.txt"); d != "deny" {
+		t.Fatalf("after a refused reload the last good policy stays: %s", d)
+	}
+	if gw.ProcessState != nil {
+		t.Fatal("the gateway exited on a bad reload")
+	}
+}

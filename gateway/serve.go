@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
 
 	"github.com/mitrity/mitrity/govern/cliapp"
@@ -26,7 +28,8 @@ func serveCommand() *cli.Command {
 			"`TOKEN AGENT_ID` lines (mode 0600) and the token names the agent. SIGTERM or SIGINT stops accepting\n" +
 			"calls, lets running ones finish, and cancels (kills) those still running after --grace.\n" +
 			"With admission.enabled (the default) the admission socket is served too, for mitrity-hook;\n" +
-			"--admission-only serves nothing else.",
+			"--admission-only serves nothing else. SIGHUP reloads the config and policy: the new ones are validated\n" +
+			"whole first, and when they are not, the running ones stay and the log says why.",
 		Flags: []cli.Flag{
 			configFlag,
 			&cli.BoolFlag{Name: "stdio", Usage: "serve MCP over stdin/stdout (the default)"},
@@ -95,6 +98,7 @@ func runServe(c *cli.Context) error {
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	grace := c.Duration("grace")
+	go reloadOnHUP(ctx, c, svc, logger)
 
 	if cfg.Admin.Listen != "" {
 		m := metrics.New()
@@ -147,4 +151,29 @@ func runServe(c *cli.Context) error {
 		return cli.Exit(fmt.Sprintf("serve: %v", err), 1)
 	}
 	return nil
+}
+
+// reloadOnHUP reloads the config and policy on each SIGHUP. A config that
+// does not validate, or a policy that does not compile, leaves the running
+// generation in place; either way the log says what happened.
+func reloadOnHUP(ctx context.Context, c *cli.Context, svc *service.Service, logger zerolog.Logger) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+		}
+		cfg, err := loadConfig(c)
+		if err == nil {
+			err = svc.Reload(cfg, logger)
+		}
+		if err != nil {
+			logger.Error().Err(err).Msg("reload refused: the running configuration and policy stay")
+			continue
+		}
+		logger.Info().Str("config", cfg.File).Str("policy", cfg.Policy).Msg("reloaded configuration and policy")
+	}
 }

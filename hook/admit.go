@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -121,7 +122,14 @@ func runFramework(c *cli.Context, name framework.Name) (err error) {
 			return answer(framework.Block(name, "Mitrity blocked this call: "+err.Error()+"."))
 		}
 		if c.IsSet("socket") {
-			relay += " --socket " + c.String("socket")
+			// The relay must find the socket this hook used; the flag goes
+			// before the ticket (flags end at the first argument) and the
+			// path must need no quoting.
+			sock := c.String("socket")
+			if err := framework.CheckHookPath(sock); err != nil {
+				return answer(framework.Block(name, "Mitrity blocked this call: --socket "+sock+" cannot be passed to the relay unquoted; set "+govern.AdmissionSocketVar+" instead."))
+			}
+			relay = strings.Replace(relay, " exec ", " exec --socket "+sock+" ", 1)
 		}
 		v.Command = relay
 	}

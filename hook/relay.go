@@ -27,7 +27,7 @@ func execCommand() *cli.Command {
 		Description: "The gateway runs the plan it judged at admit time, in its own sandbox; this process never runs the\n" +
 			"command itself. Exit codes: the command's own; 124 timed out; 126 could not start or the ticket was\n" +
 			"refused (unknown, used, expired, another agent's); 137 killed (also when this relay is interrupted).",
-		Flags: []cli.Flag{socketFlag, &cli.StringFlag{Name: "agent", Usage: "the agent id the ticket must have been issued to (default: $" + AgentVar + ", else not checked)"}},
+		Flags:  []cli.Flag{socketFlag, &cli.StringFlag{Name: "agent", Usage: "the agent id the ticket must have been issued to (default: $" + AgentVar + ", else not checked)"}},
 		Action: runRelay,
 	}
 }

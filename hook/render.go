@@ -3,11 +3,13 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/mitrity/mitrity/govern"
 	"github.com/mitrity/mitrity/hook/framework"
 	"github.com/mitrity/mitrity/hook/settings"
 )
@@ -49,7 +51,17 @@ func runRenderSettings(c *cli.Context) error {
 		}
 		path = p
 	}
-	o := settings.Options{OS: c.String("os"), HookPath: path, Socket: c.String("socket"), Routing: c.Bool("routing"),
+	if r, err := filepath.EvalSymlinks(path); err == nil {
+		// The relay names the hook by its resolved path (os.Executable), and
+		// Claude Code matches excludedCommands as text.
+		path = r
+	}
+	sock := c.String("socket")
+	if sock == "" && c.Bool("routing") && c.String("os") == "darwin" {
+		// macOS names the one socket the relay may reach.
+		sock = govern.AdmissionSocket(os.Geteuid(), os.Getenv)
+	}
+	o := settings.Options{OS: c.String("os"), HookPath: path, Socket: sock, Routing: c.Bool("routing"),
 		HookTimeoutSeconds: c.Int("hook-timeout")}
 	if file := c.String("check"); file != "" {
 		data, err := os.ReadFile(file)
@@ -80,7 +92,7 @@ func runRenderSettings(c *cli.Context) error {
 func renderOpenCodePluginCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "render-opencode-plugin",
-		Usage: "print the OpenCode plugin (save it as .opencode/plugin/mitrity.js) whose tool.execute.before asks this hook",
+		Usage: "print the OpenCode plugin (save it as .opencode/plugins/mitrity.js) whose tool.execute.before asks this hook",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "hook-path", Usage: "absolute path of mitrity-hook on the agent's host (default: this binary's)"},
 		},

@@ -34,6 +34,10 @@ type Admission struct {
 // call's plan is fixed now and a ticket issued for it; uid is the caller,
 // bound into the ticket.
 func (s *Service) Admit(ctx context.Context, call govern.Call, uid int) Admission {
+	return s.bind().admit(ctx, call, uid)
+}
+
+func (s bound) admit(ctx context.Context, call govern.Call, uid int) Admission {
 	call.ActionType, call.Tool, call.Surface = govern.ActionShellExecute, govern.ToolShellExecute, govern.SurfaceAgentHook
 	st, d := s.pipe.Decide(ctx, call)
 	routing := st.Profile.BuiltinExecRouting
@@ -85,7 +89,7 @@ func (s *Service) Admit(ctx context.Context, call govern.Call, uid int) Admissio
 }
 
 // decisionRecord is the admit-time event of an allowed or asked hook call.
-func (s *Service) decisionRecord(st *pipeline.State, d govern.Decision) audit.Record {
+func (s bound) decisionRecord(st *pipeline.State, d govern.Decision) audit.Record {
 	rec := audit.Record{Call: st.Call, Decision: d, Analysis: st.Analysis}
 	if len(st.WouldDeny) > 0 {
 		rec.WouldDeny = true
@@ -117,7 +121,7 @@ func (s *Service) Redeem(ctx context.Context, id string, agent string, uid int, 
 		s.neverRan(pr, govern.ReasonTicketRefused, msg)
 		return Result{}, fmt.Errorf("%w: %s", ErrTicketRefused, msg)
 	}
-	return s.run(ctx, pr, live), nil
+	return pr.b.run(ctx, pr, live), nil
 }
 
 // expired writes the second event of a ticket nobody redeemed.

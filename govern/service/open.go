@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"os"
 	"os/user"
+	"reflect"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -32,6 +34,22 @@ func LoadPolicy(cfg *config.Config) (*policy.Policy, error) {
 // The gateway refuses to run commands it cannot audit, so an audit file
 // that cannot be opened is an error here.
 func Open(cfg *config.Config, logger zerolog.Logger, opts ...pipeline.Option) (*Service, error) {
+	g, err := build(cfg, logger, opts...)
+	if err != nil {
+		return nil, err
+	}
+	w, err := audit.OpenWriter(cfg.Audit.Path)
+	if err != nil {
+		g.close()
+		return nil, err
+	}
+	svc := New(Deps{Config: cfg, Audit: w, Logger: logger})
+	svc.gen.Store(g)
+	return svc, nil
+}
+
+// build makes a generation from cfg.
+func build(cfg *config.Config, logger zerolog.Logger, opts ...pipeline.Option) (*generation, error) {
 	pol, err := LoadPolicy(cfg)
 	if err != nil {
 		return nil, err
@@ -55,21 +73,18 @@ func Open(cfg *config.Config, logger zerolog.Logger, opts ...pipeline.Option) (*
 		runAs = &plan.User{UID: uint32(uid), GID: uint32(gid), Name: u.Username}
 		home = u.HomeDir
 	}
-	var feed *intel.Watcher
+	g := &generation{cfg: cfg, home: home, runAs: runAs}
 	if cfg.ThreatIntel.Feed != "" {
-		feed, err = intel.NewWatcher(cfg.ThreatIntel.Feed, time.Duration(cfg.ThreatIntel.ReloadSeconds)*time.Second, logger)
+		feed, err := intel.NewWatcher(cfg.ThreatIntel.Feed, time.Duration(cfg.ThreatIntel.ReloadSeconds)*time.Second, logger)
 		if err != nil {
 			return nil, fmt.Errorf("threat_intel.feed: %w", err)
 		}
+		g.closers = append(g.closers, feed.Close)
 		opts = append(opts, pipeline.WithIntel(feed))
 	}
-	pipe, err := pipeline.New(cfg, pol, home, opts...)
-	if err != nil {
+	if g.pipe, err = pipeline.New(cfg, pol, home, opts...); err != nil {
+		g.close()
 		return nil, fmt.Errorf("policy %s: %w", pol.File, err)
-	}
-	w, err := audit.OpenWriter(cfg.Audit.Path)
-	if err != nil {
-		return nil, err
 	}
 	var nopts []notify.Option
 	if cfg.Notifications.Webhook.URL != "" {
@@ -79,37 +94,77 @@ func Open(cfg *config.Config, logger zerolog.Logger, opts ...pipeline.Option) (*
 	if !cfg.Notifications.Log {
 		nlog = zerolog.Nop()
 	}
-	n, err := notify.New(nlog, nopts...)
-	if err != nil {
-		w.Close()
+	if g.notifier, err = notify.New(nlog, nopts...); err != nil {
+		g.close()
 		return nil, fmt.Errorf("notifications: %w", err)
 	}
-	backend := selectBackend(cfg)
+	g.backend = selectBackend(cfg)
 	var xopts []executor.Option
-	if backend.available {
-		xopts = append(xopts, executor.WithSandbox(backend.sandbox))
+	if g.backend.available {
+		xopts = append(xopts, executor.WithSandbox(g.backend.sandbox))
 	}
-	svc := New(Deps{Config: cfg, Pipeline: pipe, Executor: executor.New(cfg.Exec.Limits.MaxConcurrent, xopts...),
-		Audit: w, Notifier: n, Logger: logger, Home: home, RunAs: runAs})
-	svc.backend = backend
-	if feed != nil {
-		svc.closers = append(svc.closers, feed.Close)
-	}
-	return svc, nil
+	g.exec = executor.New(cfg.Exec.Limits.MaxConcurrent, xopts...)
+	return g, nil
 }
 
-// Pipeline is the service's pipeline (its hold queue is served on the
-// admin socket).
-func (s *Service) Pipeline() *pipeline.Pipeline { return s.pipe }
+func (g *generation) close() {
+	for _, c := range g.closers {
+		_ = c()
+	}
+}
 
-// Close stops the feed watcher and closes the audit log.
+// Reload replaces the configuration, policy, sandbox choice and
+// credentials with those of cfg, validated and built whole before anything
+// changes; on error the running generation stays. Calls in flight finish
+// under the generation they started with; held calls keep waiting in the
+// same approval queue. What is bound at start (the audit log, the
+// admission socket, the admin listener) cannot change this way: a cfg that
+// changes it is refused, naming the field.
+func (s *Service) Reload(cfg *config.Config, logger zerolog.Logger) error {
+	s.reload.Lock()
+	defer s.reload.Unlock()
+	old := s.gen.Load()
+	var fixed []string
+	if cfg.Audit.Path != old.cfg.Audit.Path {
+		fixed = append(fixed, "audit.path")
+	}
+	if !reflect.DeepEqual(cfg.Admission, old.cfg.Admission) {
+		fixed = append(fixed, "admission")
+	}
+	if cfg.Admin != old.cfg.Admin {
+		fixed = append(fixed, "admin")
+	}
+	if cfg.Exec.Enabled != old.cfg.Exec.Enabled {
+		fixed = append(fixed, "exec.enabled") // the MCP tool list is announced at start
+	}
+	if len(fixed) > 0 {
+		return fmt.Errorf("%s changed: restart the gateway to apply it; nothing was reloaded", strings.Join(fixed, ", "))
+	}
+	g, err := build(cfg, logger, pipeline.WithHolds(old.pipe.Holds()))
+	if err != nil {
+		return err
+	}
+	s.gen.Store(g)
+	// The old feed watcher stops; calls still running under the old
+	// generation keep the feed it last loaded.
+	old.close()
+	return nil
+}
+
+// Config is the configuration in force.
+func (s *Service) Config() *config.Config { return s.gen.Load().cfg }
+
+// Pipeline is the service's pipeline (its hold queue is served on the
+// admin socket, and survives reloads).
+func (s *Service) Pipeline() *pipeline.Pipeline { return s.gen.Load().pipe }
+
+// Close expires waiting tickets, stops the feed watcher and closes the
+// audit log.
 func (s *Service) Close() error {
 	// Tickets still waiting get their never-ran events while the audit
 	// log is open.
 	s.tickets.Close()
-	for _, c := range s.closers {
-		_ = c()
-	}
+	s.gen.Load().close()
 	if s.audit == nil {
 		return nil
 	}

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -32,27 +34,44 @@ import (
 // MaxEnvKeys bounds a call's env argument.
 const MaxEnvKeys = 32
 
-// Service runs calls. Build it with New.
+// Service runs calls. Build it with Open (or New). A reload (Reload)
+// replaces the configuration, policy and sandbox choice as one generation;
+// a call runs under the generation it started with, and a ticket under
+// the one that issued it.
 type Service struct {
-	cfg      *config.Config
-	pipe     *pipeline.Pipeline
-	exec     *executor.Executor
-	audit    *audit.Writer
-	notifier *notify.Notifier
-	builder  audit.Builder
-	log      zerolog.Logger
-	home     string
-	runAs    *plan.User
-	// backend is the kernel sandbox found at start; when it is not
-	// available every call stamps unavailable_denied or none, with its
-	// reason.
-	backend backend
+	gen     atomic.Pointer[generation]
+	audit   *audit.Writer
+	builder audit.Builder
+	log     zerolog.Logger
 	// tickets hold the fixed plans of routed hook calls until the relay
 	// redeems them.
 	tickets *ticket.Store
 	metrics *metrics.Metrics // nil: none
+	reload  sync.Mutex       // one Reload at a time
+}
+
+// generation is what one load of the config builds.
+type generation struct {
+	cfg      *config.Config
+	pipe     *pipeline.Pipeline
+	exec     *executor.Executor
+	notifier *notify.Notifier
+	home     string
+	runAs    *plan.User
+	// backend is the kernel sandbox found when the generation was built;
+	// when it is not available every call stamps unavailable_denied or
+	// none, with its reason.
+	backend backend
 	closers []func() error
 }
+
+// bound is the service with the generation one call runs under.
+type bound struct {
+	*Service
+	*generation
+}
+
+func (s *Service) bind() bound { return bound{s, s.gen.Load()} }
 
 // Deps are the parts a Service is built from.
 type Deps struct {
@@ -69,11 +88,11 @@ type Deps struct {
 	RunAs *plan.User
 }
 
-// New returns a Service.
+// New returns a Service with no sandbox backend probed.
 func New(d Deps) *Service {
-	s := &Service{cfg: d.Config, pipe: d.Pipeline, exec: d.Executor, audit: d.Audit, notifier: d.Notifier,
-		log: d.Logger, home: d.Home, runAs: d.RunAs,
-		backend: backend{reason: "no sandbox backend was probed"}}
+	s := &Service{audit: d.Audit, log: d.Logger}
+	s.gen.Store(&generation{cfg: d.Config, pipe: d.Pipeline, exec: d.Executor, notifier: d.Notifier,
+		home: d.Home, runAs: d.RunAs, backend: backend{reason: "no sandbox backend was probed"}})
 	ttl := time.Duration(d.Config.Admission.TicketTTLSeconds) * time.Second
 	if ttl <= 0 {
 		ttl = config.DefaultTicketTTLSeconds * time.Second
@@ -129,7 +148,9 @@ func (r Result) ExitCode() int {
 }
 
 // Call runs one call.
-func (s *Service) Call(ctx context.Context, call govern.Call) Result {
+func (s *Service) Call(ctx context.Context, call govern.Call) Result { return s.bind().call(ctx, call) }
+
+func (s bound) call(ctx context.Context, call govern.Call) Result {
 	call.ActionType, call.Tool = govern.ActionShellExecute, govern.ToolShellExecute
 	if d, ok := s.checkArguments(call); !ok {
 		return s.denied(ctx, call, nil, d)
@@ -142,7 +163,7 @@ func (s *Service) Call(ctx context.Context, call govern.Call) Result {
 }
 
 // checkArguments enforces the tool's argument bounds before anything else.
-func (s *Service) checkArguments(call govern.Call) (govern.Decision, bool) {
+func (s bound) checkArguments(call govern.Call) (govern.Decision, bool) {
 	bad := func(msg string) (govern.Decision, bool) {
 		return govern.Decision{Outcome: govern.Deny, Reason: govern.ReasonInvalidArgument, Stage: "arguments", Message: msg}, false
 	}
@@ -179,12 +200,16 @@ func (s *Service) checkArguments(call govern.Call) (govern.Decision, bool) {
 // Reject audits and returns a call refused before it could be parsed into
 // arguments (a malformed tool call): invalid_argument, nothing ran.
 func (s *Service) Reject(ctx context.Context, call govern.Call, msg string) Result {
+	return s.bind().reject(ctx, call, msg)
+}
+
+func (s bound) reject(ctx context.Context, call govern.Call, msg string) Result {
 	call.ActionType, call.Tool = govern.ActionShellExecute, govern.ToolShellExecute
 	return s.denied(ctx, call, nil, govern.Decision{Outcome: govern.Deny, Reason: govern.ReasonInvalidArgument, Stage: "arguments", Message: msg})
 }
 
 // denied audits a denial and returns it as the agent sees it.
-func (s *Service) denied(ctx context.Context, call govern.Call, st *pipeline.State, d govern.Decision) Result {
+func (s bound) denied(ctx context.Context, call govern.Call, st *pipeline.State, d govern.Decision) Result {
 	rec := audit.Record{Call: call, Decision: d}
 	if st != nil {
 		rec.Analysis = st.Analysis
@@ -221,7 +246,7 @@ func (s *Service) write(rec audit.Record) string {
 // mode chooses the sandbox mode for a call: bubblewrap when the backend is
 // available (the run may report bubblewrap_no_seccomp under seccomp:
 // preferred), else unavailable_denied or none as the profile requires.
-func (s *Service) mode(p policy.Profile) govern.SandboxMode {
+func (s bound) mode(p policy.Profile) govern.SandboxMode {
 	switch {
 	case s.backend.available:
 		return govern.SandboxBubblewrap
@@ -231,7 +256,7 @@ func (s *Service) mode(p policy.Profile) govern.SandboxMode {
 	return govern.SandboxNone
 }
 
-func (s *Service) execute(ctx context.Context, st *pipeline.State) Result {
+func (s bound) execute(ctx context.Context, st *pipeline.State) Result {
 	pr, res := s.prepare(ctx, st)
 	if pr == nil {
 		return res
@@ -242,6 +267,7 @@ func (s *Service) execute(ctx context.Context, st *pipeline.State) Result {
 // prepared is a decided call with its plan fixed: what a ticket holds
 // between admit and redeem.
 type prepared struct {
+	b       bound // the generation that fixed the plan
 	st      *pipeline.State
 	plan    *plan.Plan
 	base    audit.Record // the execution event's start
@@ -252,7 +278,7 @@ type prepared struct {
 // prepare fixes the plan of an allowed call. When it cannot (no sandbox
 // where one is required, a plan that does not build) the outcome is
 // audited and returned instead.
-func (s *Service) prepare(ctx context.Context, st *pipeline.State) (*prepared, Result) {
+func (s bound) prepare(ctx context.Context, st *pipeline.State) (*prepared, Result) {
 	a := st.Analysis
 	timeout := s.timeout(st)
 	mode := s.mode(st.Profile)
@@ -284,7 +310,7 @@ func (s *Service) prepare(ctx context.Context, st *pipeline.State) (*prepared, R
 	if err != nil {
 		return nil, s.failed(ctx, st, base, mode, ceiling, err)
 	}
-	return &prepared{st: st, plan: p, base: base, mode: mode, ceiling: ceiling}, Result{}
+	return &prepared{b: s, st: st, plan: p, base: base, mode: mode, ceiling: ceiling}, Result{}
 }
 
 // Output receives redacted output as it is produced: stream is "stdout" or
@@ -292,7 +318,7 @@ func (s *Service) prepare(ctx context.Context, st *pipeline.State) (*prepared, R
 type Output func(stream string, p []byte)
 
 // run executes a prepared plan and audits the execution.
-func (s *Service) run(ctx context.Context, pr *prepared, live Output) Result {
+func (s bound) run(ctx context.Context, pr *prepared, live Output) Result {
 	st, p, base, ceiling := pr.st, pr.plan, pr.base, pr.ceiling
 	a := st.Analysis
 	mode := pr.mode
@@ -412,7 +438,7 @@ func limitsOf(r executor.Result) map[audit.Limit]audit.LimitEnforcement {
 }
 
 // hostReason is the degradation's cause for a notification.
-func (s *Service) hostReason(mode govern.SandboxMode) string {
+func (s bound) hostReason(mode govern.SandboxMode) string {
 	if mode == govern.SandboxBubblewrapNoSeccomp {
 		return "the seccomp stage could not be installed (exec.sandbox.seccomp: preferred)"
 	}
@@ -420,7 +446,7 @@ func (s *Service) hostReason(mode govern.SandboxMode) string {
 }
 
 // failed audits and reports an execution that could not start.
-func (s *Service) failed(ctx context.Context, st *pipeline.State, base audit.Record, mode govern.SandboxMode, ceiling int, err error) Result {
+func (s bound) failed(ctx context.Context, st *pipeline.State, base audit.Record, mode govern.SandboxMode, ceiling int, err error) Result {
 	m := mode
 	rec := base
 	rec.Decision = govern.Decision{Outcome: govern.Allow, Reason: govern.ReasonSpawnError, Stage: "executor", Message: err.Error()}
@@ -430,7 +456,7 @@ func (s *Service) failed(ctx context.Context, st *pipeline.State, base audit.Rec
 		Structured: Structured{TimeoutSeconds: ceiling, SandboxMode: mode.String(), Reason: string(govern.ReasonSpawnError), Status: govern.StatusFailedToStart.String(), EventID: id}}
 }
 
-func (s *Service) degraded(ctx context.Context, st *pipeline.State, mode govern.SandboxMode, status govern.Status, eventID string) {
+func (s bound) degraded(ctx context.Context, st *pipeline.State, mode govern.SandboxMode, status govern.Status, eventID string) {
 	if mode.FullStrength() {
 		return
 	}
@@ -446,7 +472,7 @@ func (s *Service) degraded(ctx context.Context, st *pipeline.State, mode govern.
 
 // timeout is the call's, clamped to the effective ceiling: the profile's
 // exec_timeout_seconds capped by exec.limits.max_timeout_seconds.
-func (s *Service) timeout(st *pipeline.State) time.Duration {
+func (s bound) timeout(st *pipeline.State) time.Duration {
 	ceiling := min(st.Profile.ExecTimeoutSeconds, s.cfg.Exec.Limits.MaxTimeoutSeconds)
 	if ceiling < 1 {
 		ceiling = 1
@@ -459,7 +485,7 @@ func (s *Service) timeout(st *pipeline.State) time.Duration {
 }
 
 // env is the constructed environment: nothing of the gateway's own.
-func (s *Service) env(st *pipeline.State) map[string]string {
+func (s bound) env(st *pipeline.State) map[string]string {
 	env := map[string]string{
 		"PATH": pipeline.DefaultPath, "HOME": s.home, "LANG": "C.UTF-8", "TERM": "dumb", "PWD": st.Cwd,
 	}
@@ -474,7 +500,7 @@ func (s *Service) env(st *pipeline.State) map[string]string {
 }
 
 // fetch reads every credential the plan injects from its source, now.
-func (s *Service) fetch(ctx context.Context, p *plan.Plan) ([]dlp.Secret, error) {
+func (s bound) fetch(ctx context.Context, p *plan.Plan) ([]dlp.Secret, error) {
 	var out []dlp.Secret
 	for _, id := range p.CredentialIDs() {
 		src, ok := s.cfg.Credentials[id]
