@@ -29,6 +29,9 @@ func (c Client) http(timeout time.Duration) *http.Client {
 			return (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, "unix", c.Socket)
 		},
 		DisableCompression: true,
+		// Each call builds its own transport: a connection kept alive
+		// would never be reused, only left open.
+		DisableKeepAlives: true,
 	}}
 }
 
@@ -89,9 +92,10 @@ func (c Client) Admit(ctx context.Context, req AdmitRequest) (AdmitResponse, err
 	return out, nil
 }
 
-// Redeem runs a ticket, calling frame for each output frame as it arrives,
-// and returns the result. A stream that ends without a result is an error
-// (the relay then exits 126, never as if the command had succeeded).
+// Redeem runs a ticket, calling frame (when not nil) for each output frame
+// as it arrives, and returns the result. A stream that ends without a
+// result is an error (the relay then exits 126, never as if the command
+// had succeeded).
 func (c Client) Redeem(ctx context.Context, req RedeemRequest, frame func(Frame) error) (Result, error) {
 	resp, err := c.post(ctx, PathRedeem, req, 0)
 	if err != nil {
@@ -112,6 +116,9 @@ func (c Client) Redeem(ctx context.Context, req RedeemRequest, frame func(Frame)
 			}
 			return *f.Result, nil
 		case FrameStdout, FrameStderr:
+			if frame == nil {
+				continue
+			}
 			if err := frame(f); err != nil {
 				return Result{}, err
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"sync"
@@ -31,6 +32,14 @@ func Handler(b Backend, peer PeerFunc, version string) http.Handler {
 	mux.HandleFunc("POST "+PathAdmit, h.admit)
 	mux.HandleFunc("POST "+PathRedeem, h.redeem)
 	mux.HandleFunc("GET "+PathHealth, h.health)
+	// The catch-all below would turn a known path's wrong method into a
+	// 404: answer 405 naming the method that path takes.
+	for path, allow := range map[string]string{PathAdmit: "POST", PathRedeem: "POST", PathHealth: "GET, HEAD"} {
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", allow)
+			writeError(w, http.StatusMethodNotAllowed, &Error{Code: ErrInvalidRequest, Message: r.Method + " " + r.URL.Path + ": want " + allow})
+		})
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, &Error{Code: ErrInvalidRequest, Message: "no such endpoint: " + r.Method + " " + r.URL.Path + " (this gateway speaks " + PathAdmit + ", " + PathRedeem + ", " + PathHealth + ")"})
 	})
@@ -98,17 +107,19 @@ func (h *handler) redeem(w http.ResponseWriter, r *http.Request) {
 	if !readBody(w, r, &req) {
 		return
 	}
-	if req.Ticket == "" || len(req.Ticket) > MaxFieldBytes {
+	switch {
+	case req.Ticket == "":
 		writeError(w, http.StatusBadRequest, &Error{Code: ErrInvalidRequest, Message: "ticket is required"})
+		return
+	case len(req.Ticket) > MaxFieldBytes:
+		writeError(w, http.StatusBadRequest, &Error{Code: ErrInvalidRequest, Message: fmt.Sprintf("ticket is %d bytes; at most %d", len(req.Ticket), MaxFieldBytes)})
 		return
 	}
 	fl, _ := w.(http.Flusher)
 	enc := json.NewEncoder(w)
 	var mu sync.Mutex // stdout and stderr frames come from two goroutines
-	started := false
-	send := func(f Frame) error {
-		mu.Lock()
-		defer mu.Unlock()
+	started, done := false, false
+	write := func(f Frame) error { // mu held
 		if !started {
 			started = true
 			w.Header().Set("Content-Type", "application/x-ndjson")
@@ -122,11 +133,21 @@ func (h *handler) redeem(w http.ResponseWriter, r *http.Request) {
 		}
 		return nil
 	}
+	send := func(f Frame) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if done {
+			// w is net/http's again once the handler returns: writing
+			// to it then would corrupt another response.
+			return errRedeemEnded
+		}
+		return write(f)
+	}
 	res, err := h.b.Redeem(r.Context(), uid, req, send)
 	mu.Lock()
-	s := started
-	mu.Unlock()
-	if err != nil && !s {
+	defer mu.Unlock()
+	done = true
+	if err != nil && !started {
 		writeBackendError(w, err)
 		return
 	}
@@ -134,8 +155,11 @@ func (h *handler) redeem(w http.ResponseWriter, r *http.Request) {
 		// Output has gone out already; the result frame says what failed.
 		res = Result{ExitCode: 126, Status: "failed_to_start", Reason: "spawn_error", Message: err.Error()}
 	}
-	_ = send(Frame{Type: FrameResult, Result: &res})
+	_ = write(Frame{Type: FrameResult, Result: &res})
 }
+
+// errRedeemEnded is what a frame sent after Backend.Redeem returned gets.
+var errRedeemEnded = errors.New("admission: frame sent after the redemption ended")
 
 func (h *handler) health(w http.ResponseWriter, r *http.Request) {
 	if _, ok := h.uid(w, r); !ok {

@@ -46,6 +46,11 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	// Tests run binaries as an unprivileged user too.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
+		return 1
+	}
 	if err := buildAll(dir); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
 		return 1
@@ -63,7 +68,7 @@ func buildAll(dir string) error {
 	}
 	for _, name := range binaries {
 		pkg := "github.com/mitrity/mitrity/" + name[len("mitrity-"):]
-		cmd := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, name), pkg)
+		cmd := exec.Command("go", "build", "-trimpath", "-tags", "urfave_cli_no_docs", "-o", filepath.Join(dir, name), pkg)
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("go build %s: %w\n%s", pkg, err, out)

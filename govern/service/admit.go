@@ -133,8 +133,8 @@ func (s *Service) expired(t ticket.Ticket) {
 // neverRan audits the execution half of a routed call that did not run.
 func (s *Service) neverRan(pr *prepared, reason govern.Reason, msg string) {
 	rec := pr.base
-	m := pr.mode
 	rec.Decision = govern.Decision{Outcome: govern.Allow, Reason: reason, Stage: "executor", Message: msg}
-	rec.Run = &audit.Run{Status: govern.StatusNeverRan, Reason: reason, SandboxMode: &m, TimeoutSeconds: pr.ceiling}
+	// No sandbox_mode: nothing was started, so no isolation is vouched for.
+	rec.Run = &audit.Run{Status: govern.StatusNeverRan, Reason: reason, TimeoutSeconds: pr.ceiling}
 	s.write(rec)
 }

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -44,9 +45,11 @@ type Server struct {
 var ErrInUse = errors.New("served by another process")
 
 // Listen creates the socket at path and serves h on it until Close. The
-// directory is created 0700 when missing; an existing directory must be
-// owned by the socket's owner and writable by no one else, or Listen
-// refuses (it will not put a socket where others can replace it). A stale socket file is removed; a live one is ErrInUse.
+// directory is created 0700 when missing (and handed to Owner); an
+// existing directory is never chowned: it must already be owned by the
+// socket's owner and writable by no one else, or Listen refuses (it will
+// not put a socket where others can replace it). A stale socket file is
+// removed; a live one is ErrInUse.
 func Listen(path string, h http.Handler, o Options) (*Server, error) {
 	dir := filepath.Dir(path)
 	ownerUID := os.Geteuid()
@@ -63,13 +66,14 @@ func Listen(path string, h http.Handler, o Options) (*Server, error) {
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("socket %s: %w", path, err)
 	}
+	// bind creates the socket with the umask applied: 0177 makes it 0600
+	// from the start. A chmod after bind would follow a symlink the
+	// directory's owner put in the socket's place.
+	umask := syscall.Umask(0o177)
 	ln, err := net.Listen("unix", path)
+	syscall.Umask(umask)
 	if err != nil {
 		return nil, fmt.Errorf("socket: %w", err)
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
-		return nil, err
 	}
 	if o.Owner != nil {
 		if err := os.Lchown(path, o.Owner.UID, o.Owner.GID); err != nil {
@@ -101,13 +105,23 @@ func Listen(path string, h http.Handler, o Options) (*Server, error) {
 }
 
 func prepareDir(dir string, owner *Owner, ownerUID int) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return fmt.Errorf("socket directory: %w", err)
 	}
-	if owner != nil {
-		if err := os.Lchown(dir, owner.UID, owner.GID); err != nil {
-			return fmt.Errorf("socket directory %s: %w", dir, err)
+	// Only a directory made here is handed to the owner: chowning one
+	// that exists would give away whatever it is (/run for /run/x.sock).
+	switch err := os.Mkdir(dir, 0o700); {
+	case err == nil:
+		if err := os.Chmod(dir, 0o700); err != nil { // whatever the umask
+			return fmt.Errorf("socket directory: %w", err)
 		}
+		if owner != nil {
+			if err := os.Lchown(dir, owner.UID, owner.GID); err != nil {
+				return fmt.Errorf("socket directory %s: %w", dir, err)
+			}
+		}
+	case !errors.Is(err, fs.ErrExist):
+		return fmt.Errorf("socket directory: %w", err)
 	}
 	fi, err := os.Lstat(dir)
 	if err != nil {
