@@ -23,16 +23,71 @@ type Client struct {
 	Timeout time.Duration
 }
 
-func (c Client) http(timeout time.Duration) *http.Client {
-	return &http.Client{Timeout: timeout, Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, "unix", c.Socket)
-		},
-		DisableCompression: true,
-		// Each call builds its own transport: a connection kept alive
-		// would never be reused, only left open.
-		DisableKeepAlives: true,
-	}}
+// roundTrip sends req over a fresh connection to the socket and returns
+// the response; closing its body closes the connection. net/http writes the
+// request and reads the response, but no Transport runs: the hook starts
+// before every shell call an agent makes, and a Transport's connection
+// pool and per-connection goroutines cost it milliseconds for one request.
+// timeout bounds the whole exchange, body included; 0: only ctx does.
+func (c Client) roundTrip(ctx context.Context, req *http.Request, timeout time.Duration) (*http.Response, error) {
+	cancel := func() {}
+	if timeout > 0 {
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+	}
+	conn, err := (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, "unix", c.Socket)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("%w (%s): %v", ErrUnreachable, c.Socket, err)
+	}
+	// An ended ctx (a timeout, an interrupted relay) closes the connection,
+	// which unblocks any read or write and tells the gateway to stop.
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	done := func() {
+		stop()
+		conn.Close()
+		cancel()
+	}
+	req.Close = true
+	if err := req.Write(conn); err != nil {
+		done()
+		return nil, fmt.Errorf("sending the request to the gateway: %w", ctxErr(ctx, err))
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
+	if err != nil {
+		done()
+		return nil, fmt.Errorf("reading the gateway's answer: %w", ctxErr(ctx, err))
+	}
+	resp.Body = &connBody{ReadCloser: resp.Body, ctx: ctx, done: done}
+	return resp, nil
+}
+
+// ctxErr prefers the context's reason over the closed connection's.
+func ctxErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+// connBody closes the connection with the body.
+type connBody struct {
+	io.ReadCloser
+	ctx  context.Context
+	done func()
+}
+
+func (b *connBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF {
+		err = ctxErr(b.ctx, err)
+	}
+	return n, err
+}
+
+func (b *connBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.done()
+	return err
 }
 
 // ErrUnreachable wraps every failure to reach the gateway at all.
@@ -48,9 +103,9 @@ func (c Client) post(ctx context.Context, path string, body any, timeout time.Du
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.http(timeout).Do(req)
+	resp, err := c.roundTrip(ctx, req, timeout)
 	if err != nil {
-		return nil, fmt.Errorf("%w (%s): %v", ErrUnreachable, c.Socket, err)
+		return nil, err
 	}
 	if resp.StatusCode/100 != 2 {
 		defer resp.Body.Close()
@@ -138,9 +193,9 @@ func (c Client) Health(ctx context.Context) (Health, error) {
 	if err != nil {
 		return Health{}, err
 	}
-	resp, err := c.http(5 * time.Second).Do(req)
+	resp, err := c.roundTrip(ctx, req, 5*time.Second)
 	if err != nil {
-		return Health{}, fmt.Errorf("%w (%s): %v", ErrUnreachable, c.Socket, err)
+		return Health{}, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
