@@ -72,8 +72,8 @@ func newWorldBackend(t testing.TB, asUser bool, policyYAML, backend string) *wor
 		admin: filepath.Join(base, "admin"), bin: filepath.Join(base, "mitrity-gateway")}
 	must(t, os.Mkdir(w.ws, 0o777))
 	must(t, os.Chmod(w.ws, 0o777))
-	// The gateway finds mitrity-sandboxrun beside itself.
-	for _, name := range []string{"mitrity-gateway", "mitrity-sandboxrun"} {
+	// The gateway finds its helpers beside itself.
+	for _, name := range []string{"mitrity-gateway", "mitrity-sandboxrun", "mitrity-sandboxinit", "mitrity-egressproxy"} {
 		b, err := os.ReadFile(binPath(t, name))
 		must(t, err)
 		must(t, os.WriteFile(filepath.Join(base, name), b, 0o755))

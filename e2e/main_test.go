@@ -17,6 +17,7 @@ var binaries = []string{
 	"mitrity-hook",
 	"mitrity-sandboxrun",
 	"mitrity-egressproxy",
+	"mitrity-sandboxinit",
 }
 
 // binDir is the directory holding the binaries under test, set by TestMain.
@@ -68,6 +69,9 @@ func buildAll(dir string) error {
 	}
 	for _, name := range binaries {
 		pkg := "github.com/mitrity/mitrity/" + name[len("mitrity-"):]
+		if name == "mitrity-sandboxinit" {
+			pkg = "github.com/mitrity/mitrity/sandboxrun/sandboxinit"
+		}
 		cmd := exec.Command("go", "build", "-trimpath", "-tags", "urfave_cli_no_docs", "-o", filepath.Join(dir, name), pkg)
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
@@ -23,6 +24,9 @@ func TestMain(m *testing.M) {
 	case "echo":
 		helperEcho()
 		return
+	case "sink":
+		helperSink()
+		return
 	}
 	code := m.Run()
 	if buildDir != "" {
@@ -38,9 +42,9 @@ var (
 	buildErr  error
 )
 
-// binary builds mitrity-egressproxy once per test run, as `make build`
+// proxyBinary builds mitrity-egressproxy once per test run, as `make build`
 // would, and returns its path.
-func binary(t *testing.T) string {
+func proxyBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		buildDir, buildErr = os.MkdirTemp("", "egressproxy-test-")
@@ -103,6 +107,36 @@ func helperEcho() {
 					if err == io.EOF {
 						_, _ = c.Write([]byte("bye"))
 					}
+					return
+				}
+			}
+		}()
+	}
+}
+
+// helperSink listens on EGRESSPROXY_ECHO_ADDR, says "listening", and on
+// each connection reads frames (an 8-byte big-endian length, then that many
+// bytes), acking each with one byte once all of it arrived.
+func helperSink() {
+	ln, err := net.Listen("tcp", os.Getenv("EGRESSPROXY_ECHO_ADDR"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Println("listening")
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			os.Exit(0)
+		}
+		go func() {
+			defer c.Close()
+			var n uint64
+			for binary.Read(c, binary.BigEndian, &n) == nil {
+				if _, err := io.CopyN(io.Discard, c, int64(n)); err != nil {
+					return
+				}
+				if _, err := c.Write([]byte{1}); err != nil {
 					return
 				}
 			}

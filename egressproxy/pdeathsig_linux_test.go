@@ -18,7 +18,7 @@ import (
 // by this test) is still open, so only the parent-death signal can end it.
 func TestServeDiesWithParent(t *testing.T) {
 	t.Parallel()
-	bin := binary(t)
+	bin := proxyBinary(t)
 	stdinR, stdinW, err := os.Pipe()
 	assert.NilError(t, err)
 	defer stdinW.Close()

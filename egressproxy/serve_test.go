@@ -54,7 +54,7 @@ type proxyProc struct {
 }
 
 // startProxy runs the binary with cfg on stdin. It does not wait for ready.
-func startProxyProc(t *testing.T, cfg string) *proxyProc {
+func startProxyProc(t testing.TB, cfg string) *proxyProc {
 	t.Helper()
 	p := &proxyProc{
 		socket: filepath.Join(t.TempDir(), "egress.sock"),
@@ -62,7 +62,7 @@ func startProxyProc(t *testing.T, cfg string) *proxyProc {
 		lines:  make(chan string, 16),
 		done:   make(chan error, 1),
 	}
-	p.cmd = exec.Command(binary(t), "--log-level", "debug", "serve", "--socket", p.socket)
+	p.cmd = exec.Command(proxyBinary(t), "--log-level", "debug", "serve", "--socket", p.socket)
 	p.cmd.Stderr = p.stderr
 	var err error
 	p.stdin, err = p.cmd.StdinPipe()
@@ -88,7 +88,7 @@ func startProxyProc(t *testing.T, cfg string) *proxyProc {
 }
 
 // line returns the next stdout line, or "" when stdout ended.
-func (p *proxyProc) line(t *testing.T) string {
+func (p *proxyProc) line(t testing.TB) string {
 	t.Helper()
 	select {
 	case l := <-p.lines:
@@ -99,7 +99,7 @@ func (p *proxyProc) line(t *testing.T) string {
 	}
 }
 
-func (p *proxyProc) wait(t *testing.T) error {
+func (p *proxyProc) wait(t testing.TB) error {
 	t.Helper()
 	select {
 	case err := <-p.done:
@@ -111,7 +111,7 @@ func (p *proxyProc) wait(t *testing.T) error {
 }
 
 // report reads the report line, then the exit.
-func (p *proxyProc) report(t *testing.T) egress.Report {
+func (p *proxyProc) report(t testing.TB) egress.Report {
 	t.Helper()
 	var r egress.Report
 	l := p.line(t)
@@ -176,14 +176,20 @@ func TestServeDeniesAndReports(t *testing.T) {
 
 	assert.NilError(t, p.stdin.Close())
 	r := p.report(t)
-	assert.DeepEqual(t, r, egress.Report{
-		Denied: len(cases),
-		DeniedHosts: []string{
-			"localhost:443", "metadata.google.internal:443", `"2130706433":443`, `"0x7f000001":443`,
-			"[::ffff:127.0.0.1]:443", "example.com:22", "169.254.169.254:80",
-		},
-		BadRequests: 1,
-	})
+	hosts := []string{
+		"localhost:443", "metadata.google.internal:443", `"2130706433":443`, `"0x7f000001":443`,
+		"[::ffff:127.0.0.1]:443", "example.com:22", "169.254.169.254:80",
+	}
+	assert.Equal(t, len(r.Denials), len(hosts))
+	for i, d := range r.Denials {
+		assert.Check(t, is.Equal(d.Target, hosts[i]))
+		assert.Check(t, is.Equal(d.Reason, cases[i].reason), d.Target)
+		assert.Check(t, !d.First.IsZero())
+	}
+	assert.Equal(t, r.Denials[0].Count, 2) // localhost, asked twice
+	assert.Equal(t, r.Denials[6].Method, http.MethodGet)
+	r.Denials = nil
+	assert.DeepEqual(t, r, egress.Report{Denied: len(cases), DeniedHosts: hosts, BadRequests: 1})
 	_, err = os.Stat(p.socket)
 	assert.Assert(t, os.IsNotExist(err), "socket left behind")
 	assert.Check(t, is.Contains(p.stderr.String(), "egress.decision"))
@@ -230,7 +236,7 @@ func TestServeExistingSocketPath(t *testing.T) {
 	assert.Equal(t, p.line(t), "ready")
 	// Run a second proxy on the live socket's path: it must refuse, and the
 	// first must keep serving.
-	cmd := exec.Command(binary(t), "serve", "--socket", p.socket)
+	cmd := exec.Command(proxyBinary(t), "serve", "--socket", p.socket)
 	cmd.Stdin = strings.NewReader(`{"allow": []}`)
 	out, err := cmd.CombinedOutput()
 	assert.Assert(t, err != nil, "second proxy started on a used path: %s", out)
@@ -243,7 +249,7 @@ func TestServeExistingSocketPath(t *testing.T) {
 
 // requireRoot skips a test that needs root, unless make test (CI) demands
 // everything run.
-func requireRoot(t *testing.T) {
+func requireRoot(t testing.TB) {
 	t.Helper()
 	_, err := exec.LookPath("ip")
 	if os.Geteuid() == 0 && err == nil {
@@ -255,7 +261,7 @@ func requireRoot(t *testing.T) {
 	t.Skip("needs root and iproute2 (ip)")
 }
 
-func ip(t *testing.T, args ...string) {
+func ip(t testing.TB, args ...string) {
 	t.Helper()
 	out, err := exec.Command("ip", args...).CombinedOutput()
 	assert.NilError(t, err, "ip %s: %s", strings.Join(args, " "), out)
@@ -264,7 +270,7 @@ func ip(t *testing.T, args ...string) {
 // netnsHost makes a network namespace with a veth pair: the host side gets
 // 10.213.N.1/29 and the namespace side 10.213.N.2/29. Private addresses we
 // assign, reachable only from this host.
-func netnsHost(t *testing.T) (ns string, subnet int) {
+func netnsHost(t testing.TB) (ns string, subnet int) {
 	t.Helper()
 	subnet = rand.IntN(256)
 	tag := fmt.Sprintf("%d%04d", os.Getpid()%10000, rand.IntN(10000))

@@ -68,9 +68,27 @@ const (
 	// ReasonTicketRefused: a ticket was presented by another agent or
 	// user than it was issued to; it is spent and nothing ran.
 	ReasonTicketRefused Reason = "ticket_refused"
+	// ReasonUnauthorizedDestination: the egress proxy refused a
+	// connection (the DLP event of each refused destination).
+	ReasonUnauthorizedDestination Reason = "unauthorized_destination"
 )
 
 func (r Reason) String() string { return string(r) }
+
+// Reasons lists the closed vocabulary, every reason once.
+func Reasons() []Reason {
+	return []Reason{
+		ReasonSandboxUnavailable, ReasonModifiedOutsideGovernance, ReasonCredentialInArgv,
+		ReasonCwdOutsideWorkspace, ReasonCommandAnalysisOff,
+		ReasonInvalidInput, ReasonParseError,
+		ReasonPinMismatch, ReasonConcurrencyLimit, ReasonSpawnError,
+		ReasonPolicyRule,
+		ReasonToolPermission, ReasonPromptInjection, ReasonThreatIntel,
+		ReasonHoldDenied, ReasonHoldExpired, ReasonDLPArgument,
+		ReasonCredentialNotGranted, ReasonInvalidArgument, ReasonAuditUnavailable,
+		ReasonTicketExpired, ReasonTicketRefused, ReasonUnauthorizedDestination,
+	}
+}
 
 // CredentialDir is where, inside the sandbox, credential files are
 // materialised for one execution; $MITRITY_CRED_DIR holds this path.

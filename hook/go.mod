@@ -20,7 +20,7 @@ require (
 	github.com/mitrity/mitrity/govern v0.0.0
 	github.com/russross/blackfriday/v2 v2.1.0 // indirect
 	github.com/xrash/smetrics v0.0.0-20240521201337-686a1a2994c1 // indirect
-	golang.org/x/sys v0.47.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
 )
 
 replace github.com/mitrity/mitrity/govern => ../govern

@@ -21,6 +21,7 @@ import (
 
 	"github.com/mitrity/mitrity/govern"
 	"github.com/mitrity/mitrity/govern/sandbox"
+	"github.com/mitrity/mitrity/govern/sandbox/settings"
 )
 
 // Every test here runs real attacks through the built mitrity-sandboxrun,
@@ -676,4 +677,85 @@ func s2(id identity, s *sandbox.Spec) *sandbox.Spec {
 	c := *id.spec(s.Cwd, "true")
 	c.Limits = s.Limits
 	return &c
+}
+
+// exec.sandbox.settings_file, end to end: a sandbox-runtime settings file
+// read by the settings package, its narrowing carried in the spec, applied
+// by the built sandboxrun. denyRead hides a file in the workspace root and
+// the region around the root; denyWrite keeps a file in the writable root
+// read-only; allowWrite and allowRead naming more than the sandbox allows
+// change nothing. The host is checked afterwards.
+func TestAttackSettingsFile(t *testing.T) {
+	forEachIdentity(t, func(t *testing.T, id identity) {
+		// Outside /tmp, which the sandbox replaces with its own.
+		base, err := os.MkdirTemp("/var/tmp", "mitrity-settings-")
+		assert.NilError(t, err)
+		t.Cleanup(func() { os.RemoveAll(base) })
+		assert.NilError(t, os.Chmod(base, 0o755))
+		ws := filepath.Join(base, "ws")
+		for p, v := range map[string]string{
+			filepath.Join(ws, "secrets", "key"):     "SECRET-IN-ROOT",
+			filepath.Join(ws, ".env"):               "TOKEN=host",
+			filepath.Join(base, "beside", "secret"): "SECRET-BESIDE",
+			filepath.Join(base, "shared", "readme"): "shared",
+		} {
+			assert.NilError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+			assert.NilError(t, os.WriteFile(p, []byte(v+"\n"), 0o644))
+		}
+		id.own(t, base)
+		home := filepath.Join(base, "home")
+		secrets := plantSecrets(t, home, id, randHex(t))
+		id.own(t, home)
+		file := filepath.Join(base, "srt-settings.json")
+		assert.NilError(t, os.WriteFile(file, []byte(`{
+  "filesystem": {
+    "denyRead": ["`+base+`", "secrets"],
+    "allowRead": ["`+base+`/shared", "`+home+`/.ssh", "`+home+`/.aws"],
+    "allowWrite": [".", "/etc", "`+base+`/beside"],
+    "denyWrite": [".env"]
+  }
+}`), 0o644))
+		st, err := settings.Load(file)
+		assert.NilError(t, err)
+		tag := randHex(t)
+		spec := id.spec(ws, strings.Join([]string{
+			`cat secrets/key 2>/dev/null && echo LEAK-root-secret`,
+			`cat ` + base + `/beside/secret 2>/dev/null && echo LEAK-beside`,
+			`ls ` + base + ` 2>/dev/null && echo LEAK-listed`,
+			`cat ` + home + `/.ssh/id_rsa ` + home + `/.aws/credentials 2>/dev/null && echo LEAK-home`,
+			`cat ` + base + `/shared/readme`,
+			`echo NEW > .env 2>/dev/null && echo WROTE-env`,
+			`echo x > /etc/mitrity-marker-` + tag + ` 2>/dev/null && echo WROTE-etc`,
+			`echo x > ` + base + `/beside/planted 2>/dev/null && echo WROTE-beside`,
+			`echo made > made && echo wrote-made`,
+		}, "\n"))
+		spec.DenyHomes = []string{home}
+		spec.Narrowing = st.Narrowing()
+		o := id.run(t, spec)
+		assert.Check(t, is.Equal(o.Status, govern.StatusCompleted), o.Message)
+		assert.Check(t, is.Equal(o.SandboxMode, govern.SandboxBubblewrap))
+		assert.Check(t, is.Equal(o.stdout, "shared\nwrote-made\n"), "stderr: %s", o.stderr)
+		for _, v := range secrets {
+			assert.Check(t, !strings.Contains(o.stdout, v))
+		}
+		b, err := os.ReadFile(filepath.Join(ws, ".env"))
+		assert.Check(t, err == nil && string(b) == "TOKEN=host\n", "the denyWrite file changed on the host")
+		for _, p := range []string{"/etc/mitrity-marker-" + tag, filepath.Join(base, "beside", "planted")} {
+			_, err := os.Lstat(p)
+			assert.Check(t, os.IsNotExist(err), "%s exists on the host", p)
+		}
+		b, err = os.ReadFile(filepath.Join(ws, "made"))
+		assert.Check(t, err == nil && string(b) == "made\n", "the workspace root is writable")
+	})
+}
+
+// The sandbox's first process is mitrity-sandboxinit, found beside the
+// helper (make build installs them together), not the larger helper.
+func TestInitIsItsOwnBinary(t *testing.T) {
+	forEachIdentity(t, func(t *testing.T, id identity) {
+		ws := id.workspace(t)
+		o := id.run(t, id.spec(ws, `grep -F ' `+sandbox.InsideInit+` ' /proc/self/mountinfo | cut -d' ' -f4`))
+		assert.Check(t, is.Equal(o.Status, govern.StatusCompleted), o.Message)
+		assert.Check(t, strings.HasSuffix(strings.TrimSpace(o.stdout), "/"+sandbox.InitName), "bound at %s: %q", sandbox.InsideInit, o.stdout)
+	})
 }

@@ -7,7 +7,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,14 +17,19 @@ import (
 )
 
 // BenchmarkStartup runs, interleaved so that the machine's load falls on
-// all alike: bash -c true; raw bubblewrap with the namespaces and mounts a
-// run uses, running true; and mitrity-sandboxrun running true at full
-// strength (seccomp installed; spec in and result out on pipes, as the
-// executor does), without and with memory and process limits, and with an
-// egress bridge; and sandbox.Run called in-process (what an executor that
-// links the library pays: no sandboxrun process to start). It reports each
-// median in ms and each sandboxed median as a multiple of raw bubblewrap's
-// (the target is 2x at most).
+// all alike: bash -c true; raw bubblewrap running true with the run's
+// namespaces and the basic mounts ("bwrap": /, /dev, /proc, /tmp, /run,
+// the root), and with exactly the mounts a run makes ("bwrap_same": the
+// deny-set masks, /dev/shm, the init binary and the read-only remounts
+// too, read from a real run's bubblewrap command line); sandbox.Run called
+// in-process (what the gateway's
+// executor does: no sandboxrun process to start), with mitrity-sandboxinit
+// as the sandbox's init and, for comparison, with mitrity-sandboxrun's own
+// init subcommand instead; and mitrity-sandboxrun running true at full
+// strength (seccomp installed; spec in and result out on pipes), without
+// and with memory and process limits, and with an egress bridge. It reports
+// each median in ms and each sandboxed median as a multiple of both raw
+// bubblewraps' (the target is 2x at most).
 func BenchmarkStartup(b *testing.B) {
 	requireSandbox(b)
 	bin := sandboxrunBin(b)
@@ -45,6 +52,21 @@ func BenchmarkStartup(b *testing.B) {
 	proxied := base
 	sock, _ := fakeProxyTB(b, scratch(b))
 	proxied.ProxySocket = sock
+	same := sameMounts(b, bin, &base)
+	// The helper alone, without mitrity-sandboxinit beside it.
+	alone := filepath.Join(scratch(b), "mitrity-sandboxrun")
+	if out, err := exec.Command("cp", bin, alone).CombinedOutput(); err != nil {
+		b.Fatalf("cp: %v: %s", err, out)
+	}
+	inProcess := func(helper string) func() error {
+		return func() error {
+			r := sandbox.Run(context.Background(), &base, sandbox.Stdio{}, sandbox.WithHelper(helper))
+			if r.Status.String() != "completed" || r.SandboxMode.String() != "bubblewrap" {
+				return fmt.Errorf("not a full-strength run: %+v", r)
+			}
+			return nil
+		}
+	}
 
 	cases := []struct {
 		name string
@@ -57,14 +79,10 @@ func BenchmarkStartup(b *testing.B) {
 				"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/run",
 				"--bind", ws, ws, "--chdir", ws, "--", "/bin/true").Run()
 		}},
+		{"bwrap_same", func() error { return exec.Command(bwrap, same...).Run() }},
+		{"inprocess", inProcess(bin)},
+		{"inprocess_helperinit", inProcess(alone)},
 		{"sandboxrun", func() error { return runSpecOnce(bin, &base) }},
-		{"inprocess", func() error {
-			r := sandbox.Run(context.Background(), &base, sandbox.Stdio{}, sandbox.WithHelper(bin))
-			if r.SandboxMode.String() != "bubblewrap" {
-				return fmt.Errorf("not a full-strength run: %+v", r)
-			}
-			return nil
-		}},
 		{"sandboxrun_limits", func() error { return runSpecOnce(bin, &limited) }},
 		{"sandboxrun_bridge", func() error { return runSpecOnce(bin, &proxied) }},
 	}
@@ -90,10 +108,11 @@ func BenchmarkStartup(b *testing.B) {
 		medians[j] = median(samples[j])
 		b.ReportMetric(medians[j], c.name+"-ms")
 	}
-	for j, c := range cases[2:] {
-		b.ReportMetric(medians[j+2]/medians[1], c.name+"/bwrap")
+	for j, c := range cases[3:] {
+		b.ReportMetric(medians[j+3]/medians[1], c.name+"/bwrap")
+		b.ReportMetric(medians[j+3]/medians[2], c.name+"/bwrap_same")
 	}
-	b.ReportMetric(0, "ns/op") // the per-op mean mixes all five: meaningless here
+	b.ReportMetric(0, "ns/op") // the per-op mean mixes every case: meaningless here
 }
 
 func median(d []time.Duration) float64 {
@@ -139,5 +158,46 @@ func runSpecOnce(bin string, spec *sandbox.Spec) error {
 	if r.Status.String() != "completed" || r.SandboxMode.String() != "bubblewrap" {
 		return fmt.Errorf("not a full-strength run: %+v", r)
 	}
+	return nil
+}
+
+// sameMounts returns bubblewrap's arguments for spec's run, read from the
+// command line of the sandbox's pid 1 (bubblewrap itself) in a real run,
+// with everything that is not a namespace or a mount taken out (the
+// seccomp filter, the info and block descriptors) and true run directly
+// instead of the init: the raw cost of the same sandbox.
+func sameMounts(b *testing.B, helper string, spec *sandbox.Spec) []string {
+	b.Helper()
+	s := *spec
+	s.Argv = []string{"/bin/cat", "/proc/1/cmdline"}
+	out, err := os.CreateTemp(b.TempDir(), "cmdline")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer out.Close()
+	if r := sandbox.Run(context.Background(), &s, sandbox.Stdio{Stdout: out}, sandbox.WithHelper(helper)); r.Status.String() != "completed" {
+		b.Fatalf("reading the run's command line: %+v", r)
+	}
+	raw, err := os.ReadFile(out.Name())
+	if err != nil {
+		b.Fatal(err)
+	}
+	argv := strings.Split(strings.TrimSuffix(string(raw), "\x00"), "\x00")
+	var args []string
+	for i := 1; i < len(argv); i++ {
+		switch a := argv[i]; a {
+		case "--seccomp", "--info-fd", "--block-fd":
+			i++
+		case "--ro-bind-fd":
+			// The same mount, from the path rather than a descriptor.
+			args = append(args, "--ro-bind", filepath.Join(filepath.Dir(helper), sandbox.InitName), argv[i+2])
+			i += 2
+		case "--":
+			return append(args, "--", "/bin/true")
+		default:
+			args = append(args, a)
+		}
+	}
+	b.Fatalf("no command in %q", argv)
 	return nil
 }

@@ -49,8 +49,9 @@ var built struct {
 	err  error
 }
 
-// sandboxrunBin builds mitrity-sandboxrun once for the whole run, into a
-// directory every test identity can reach.
+// sandboxrunBin builds mitrity-sandboxrun, with mitrity-sandboxinit beside
+// it as make build installs them, once for the whole run, into a directory
+// every test identity can reach.
 func sandboxrunBin(t testing.TB) string {
 	t.Helper()
 	built.once.Do(func() {
@@ -64,9 +65,18 @@ func sandboxrunBin(t testing.TB) string {
 			return
 		}
 		built.bin = filepath.Join(dir, "mitrity-sandboxrun")
-		out, err := exec.Command("go", "build", "-o", built.bin, "github.com/mitrity/mitrity/sandboxrun").CombinedOutput()
-		if err != nil {
-			built.err = fmt.Errorf("go build: %v\n%s", err, out)
+		// Built as make build builds them (see the Makefile: static, and
+		// without urfave/cli's documentation generator).
+		for _, b := range [][]string{
+			{"-tags", "urfave_cli_no_docs", "-o", built.bin, "github.com/mitrity/mitrity/sandboxrun"},
+			{"-o", filepath.Join(dir, sandbox.InitName), "github.com/mitrity/mitrity/sandboxrun/sandboxinit"},
+		} {
+			cmd := exec.Command("go", append([]string{"build"}, b...)...)
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				built.err = fmt.Errorf("go build %v: %v\n%s", b, err, out)
+				return
+			}
 		}
 	})
 	if built.err != nil {

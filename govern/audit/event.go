@@ -71,6 +71,8 @@ type Data struct {
 	Command *Command `json:"command,omitempty"`
 	// Execution is the execution card; absent when nothing was attempted.
 	Execution *Execution `json:"execution,omitempty"`
+	// Destination is set on a DLP unauthorized_destination event only.
+	Destination *Destination `json:"destination,omitempty"`
 }
 
 // Decision is the pipeline's verdict as recorded.
@@ -331,9 +333,11 @@ func (e *Event) Validate() error {
 		if e.Data.Execution == nil {
 			bad("type %s without an execution card", TypeExecution)
 		}
+	case TypeUnauthorizedDestination:
 	default:
-		bad("type %q, want %s or %s", e.Type, TypeDecision, TypeExecution)
+		bad("type %q, want %s, %s or %s", e.Type, TypeDecision, TypeExecution, TypeUnauthorizedDestination)
 	}
+	errs = append(errs, e.validateDestination()...)
 	d := &e.Data
 	if d.Agent == "" {
 		bad("data.agent is empty")

@@ -42,6 +42,16 @@ const (
 
 func (r Reason) String() string { return string(r) }
 
+// RefusalReasons are every Reason a refused destination can carry: the
+// closed vocabulary of the report's denials and of the audit trail's
+// unauthorized_destination events.
+func RefusalReasons() []Reason {
+	return []Reason{
+		ReasonNoEgress, ReasonNotAllowlisted, ReasonInvalidHost, ReasonNumericHost,
+		ReasonInvalidPort, ReasonRefusedName, ReasonRefusedAddress, ReasonResolveFailed,
+	}
+}
+
 // Decision is the verdict on one destination.
 type Decision struct {
 	Allowed bool

@@ -250,3 +250,17 @@ func TestDecisionMessage(t *testing.T) {
 	assert.Check(t, !strings.Contains(msg, "169.254"), "address leaked into %q", msg)
 	assert.Check(t, !strings.Contains(msg, "metadata"), "category leaked into %q", msg)
 }
+
+// RefusalReasons is every reason a refusal gives, and each has its own
+// sentence for the agent.
+func TestRefusalReasons(t *testing.T) {
+	t.Parallel()
+	seen := map[string]bool{}
+	for _, r := range egress.RefusalReasons() {
+		assert.Check(t, r != egress.ReasonAllowlisted)
+		msg := egress.Decision{Reason: r, Target: "x:1"}.Message()
+		assert.Check(t, !strings.HasSuffix(msg, ": refused"), "%s has no sentence of its own", r)
+		assert.Check(t, !seen[msg], "%s repeats a sentence", r)
+		seen[msg] = true
+	}
+}

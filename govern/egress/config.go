@@ -35,9 +35,9 @@ func DefaultAllowedPorts() []uint16 { return []uint16{443, 80} }
 // field (default) from an empty one.
 type wireConfig struct {
 	Allow               *[]string `json:"allow"`
-	AllowedPorts        *[]int    `json:"allowed_ports"`
-	DeniedCIDRs         *[]string `json:"denied_cidrs"`
-	AllowedPrivateCIDRs *[]string `json:"allowed_private_cidrs"`
+	AllowedPorts        *[]int    `json:"allowed_ports,omitempty"`
+	DeniedCIDRs         *[]string `json:"denied_cidrs,omitempty"`
+	AllowedPrivateCIDRs *[]string `json:"allowed_private_cidrs,omitempty"`
 }
 
 // maxConfigBytes bounds the configuration read from the gateway.
@@ -127,6 +127,42 @@ func parsePrefix(s string) (netip.Prefix, error) {
 		return p, fmt.Errorf("%q: write IPv4 ranges in IPv4 form", s)
 	}
 	return p.Masked(), nil
+}
+
+// Validate checks cfg as NewChecker and the proxy would, without touching
+// the host: every error names its field.
+func (cfg Config) Validate() error {
+	_, err := cfg.compile()
+	return err
+}
+
+// MarshalJSON writes cfg in the form DecodeConfig reads, so the gateway can
+// hand it to mitrity-egressproxy on a pipe. nil AllowedPorts is left out
+// (the default); an empty one is written as [] (no port).
+func (cfg Config) MarshalJSON() ([]byte, error) {
+	allow := append([]string{}, cfg.Allow...)
+	w := wireConfig{Allow: &allow}
+	if cfg.AllowedPorts != nil {
+		ports := make([]int, len(cfg.AllowedPorts))
+		for i, p := range cfg.AllowedPorts {
+			ports[i] = int(p)
+		}
+		w.AllowedPorts = &ports
+	}
+	w.DeniedCIDRs = prefixStrings(cfg.DeniedCIDRs)
+	w.AllowedPrivateCIDRs = prefixStrings(cfg.AllowedPrivateCIDRs)
+	return json.Marshal(w)
+}
+
+func prefixStrings(ps []netip.Prefix) *[]string {
+	if ps == nil {
+		return nil
+	}
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.String()
+	}
+	return &out
 }
 
 // compile checks cfg before anything is built and parses the allowlist.

@@ -1,6 +1,7 @@
 package egress_test
 
 import (
+	"encoding/json"
 	"errors"
 	"net/netip"
 	"testing"
@@ -98,4 +99,35 @@ func TestConfigValidEntries(t *testing.T) {
 		_, err := egress.NewChecker(egress.Config{Allow: []string{e}}, egress.WithInterfaceAddrs(testIfaces))
 		assert.Check(t, err, e)
 	}
+}
+
+// What the gateway writes on the proxy's stdin reads back as the same
+// configuration, absent and empty port lists kept apart.
+func TestConfigJSONRoundTrip(t *testing.T) {
+	t.Parallel()
+	cmpPrefix := cmp.Comparer(func(a, b netip.Prefix) bool { return a == b })
+	for _, cfg := range []egress.Config{
+		{Allow: []string{"*.example.com", "api.test.org:8443", "[2001:db8::1]:443"},
+			AllowedPorts:        []uint16{443, 8080},
+			DeniedCIDRs:         []netip.Prefix{netip.MustParsePrefix("1.1.1.0/24"), netip.MustParsePrefix("2606:4700::1/128")},
+			AllowedPrivateCIDRs: []netip.Prefix{netip.MustParsePrefix("10.1.0.0/16")}},
+		{Allow: []string{"example.com"}},
+		{Allow: []string{"example.com"}, AllowedPorts: []uint16{}},
+		{},
+	} {
+		assert.NilError(t, cfg.Validate())
+		b, err := json.Marshal(cfg)
+		assert.NilError(t, err)
+		got, err := egress.ParseConfig(b)
+		assert.NilError(t, err, "%s", b)
+		want := cfg
+		if want.Allow == nil {
+			want.Allow = []string{} // written as [], read as empty
+		}
+		assert.DeepEqual(t, got, want, cmpPrefix)
+		assert.Check(t, (got.AllowedPorts == nil) == (cfg.AllowedPorts == nil), "%s", b)
+	}
+	err := egress.Config{Allow: []string{"ok.org", "https://x"}}.Validate()
+	assert.ErrorIs(t, err, egress.ErrInvalidConfig)
+	assert.ErrorContains(t, err, "allow[1]")
 }

@@ -10,10 +10,12 @@ import (
 )
 
 // ListenUnix listens on a new Unix stream socket at path, mode 0600: only
-// the owner (the gateway's user, which bind-mounts it into the sandbox) may
-// connect. The umask is tightened around bind so the socket never exists
-// with a wider mode; that umask is process-wide for that instant. An
-// existing path is an error, never removed.
+// the owner (the gateway's user, whose bridge connects to it) may connect.
+// The umask is tightened around bind so the socket never exists with a
+// wider mode; that umask is process-wide for that instant, so this is for
+// mitrity-egressproxy serve --socket, not for a process that creates files
+// concurrently (the gateway makes its sockets in a private directory
+// instead). An existing path is an error, never removed.
 func ListenUnix(path string) (*net.UnixListener, error) {
 	if _, err := os.Lstat(path); err == nil {
 		return nil, fmt.Errorf("socket path %s already exists", path)

@@ -285,9 +285,10 @@ func (p *Proxy) decided(method string, d Decision) {
 		p.rec.allowed()
 		return
 	}
-	p.rec.denied(d.Target)
+	den := Denial{Time: time.Now(), Method: method, Decision: d}
+	p.rec.denied(den)
 	if p.onDeny != nil {
-		p.onDeny(Denial{Time: time.Now(), Method: method, Decision: d})
+		p.onDeny(den)
 	}
 }
 

@@ -468,6 +468,19 @@ func TestReportAndDenialHook(t *testing.T) {
 	assert.Equal(t, r.Denied, 41)
 	assert.DeepEqual(t, r.DeniedHosts, want)
 	assert.Assert(t, r.DeniedHostsTruncated)
+	// The same destinations with why and how often; the seventeenth and
+	// later are only counted.
+	assert.Equal(t, len(r.Denials), egress.MaxDeniedHosts)
+	for i, d := range r.Denials {
+		assert.Check(t, is.Equal(d.Target, want[i]))
+		assert.Check(t, is.Equal(d.Reason, egress.ReasonNotAllowlisted))
+		assert.Check(t, is.Equal(d.Method, http.MethodConnect))
+		assert.Check(t, is.Equal(d.Count, 2))
+		assert.Check(t, d.First.Location() == time.UTC && !d.First.Before(denials[0].Time.Add(-time.Second)))
+	}
+	// A report is a copy: changing it changes nothing in the proxy.
+	r.Denials[0].Count = 99
+	assert.Equal(t, px.Report().Denials[0].Count, 2)
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Equal(t, len(denials), 41)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 
 	"github.com/rs/zerolog"
 )
@@ -13,8 +14,13 @@ import (
 // ServeOptions are what `mitrity-egressproxy serve` is run with.
 type ServeOptions struct {
 	// Socket is the Unix socket path to listen on (created 0600; must not
-	// exist).
+	// exist). Exactly one of Socket and Listener is set.
 	Socket string
+	// Listener is a socket already listening, inherited from the gateway,
+	// which created it in a directory of its own and removes it. Connections
+	// that arrived before Serve wait in its backlog, so the gateway need not
+	// wait for ready before starting the sandbox.
+	Listener *net.UnixListener
 	// Stdin carries the JSON configuration, then stays open for as long as
 	// the proxy should run: its end (the gateway closing the pipe, or dying)
 	// stops the proxy.
@@ -34,8 +40,8 @@ type ServeOptions struct {
 // connection and write the report. The report is written whenever the
 // socket was listening, so the gateway always gets its counts.
 func Serve(ctx context.Context, o ServeOptions) error {
-	if o.Socket == "" {
-		return errors.New("--socket is required")
+	if (o.Socket == "") == (o.Listener == nil) {
+		return errors.New("exactly one of --socket and --listen-fd is required")
 	}
 	cfg, dec, err := DecodeConfig(o.Stdin)
 	if err != nil {
@@ -49,9 +55,11 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	if err != nil {
 		return err
 	}
-	ln, err := ListenUnix(o.Socket)
-	if err != nil {
-		return err
+	ln := o.Listener
+	if ln == nil {
+		if ln, err = ListenUnix(o.Socket); err != nil {
+			return err
+		}
 	}
 	served := make(chan error, 1)
 	go func() { served <- proxy.Serve(ln) }()
@@ -59,7 +67,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		_ = proxy.Close()
 		return fmt.Errorf("writing ready: %w", err)
 	}
-	o.Logger.Info().Str("socket", o.Socket).Int("entries", len(cfg.Allow)).Msg("egress proxy ready")
+	o.Logger.Info().Str("socket", ln.Addr().String()).Int("entries", len(cfg.Allow)).Msg("egress proxy ready")
 
 	// Whatever follows the configuration on stdin is ignored; its end is
 	// the stop signal.

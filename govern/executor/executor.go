@@ -64,8 +64,15 @@ type Result struct {
 	Limits *sandbox.LimitsEnforced
 	// ProtectedCreated lists protected paths the command created.
 	ProtectedCreated []string
-	// Egress is the proxy's report; nil when there was no proxy.
+	// Egress is the report of the run's mitrity-egressproxy: the counts and
+	// the first 16 distinct refused destinations, each with its reason
+	// (Egress.Denials, one DLP unauthorized_destination event each). nil
+	// when the run had no proxy (an empty allowlist, mode none, nothing
+	// started) or the proxy gave no report (EgressError says why).
 	Egress *egress.Report
+	// EgressError says why a run that had a proxy has no report: the proxy
+	// died or hung. Connections were then refused, never let through.
+	EgressError string
 }
 
 // Executor runs plans, at most MaxConcurrent at once.
@@ -74,6 +81,11 @@ type Executor struct {
 	killGrace time.Duration
 	// sandbox runs bubblewrap modes; nil means only mode none can run.
 	sandbox *Sandbox
+	// proxyPath is mitrity-egressproxy; "" means none was found.
+	proxyPath     string
+	proxySet      bool
+	proxyLog      io.Writer
+	proxyLogLevel string
 }
 
 // Sandbox is how the executor reaches the bubblewrap backend.
@@ -86,10 +98,13 @@ type Sandbox struct {
 	// DenyPaths are masked on top of the mandatory deny set: the gateway's
 	// own config, policy, audit log and credential sources.
 	DenyPaths []string
-	// Egress is the proxy configuration every run starts from; each plan
-	// supplies its allowlist. OnDeny sees every refused connection.
+	// Egress is the host's proxy settings (allowed ports, denied and
+	// allowed private CIDRs) every run starts from; each plan supplies its
+	// allowlist.
 	Egress egress.Config
-	OnDeny func(egress.Denial)
+	// Narrowing is what exec.sandbox.settings_file takes away on top (nil:
+	// nothing).
+	Narrowing *sandbox.Narrowing
 }
 
 // WithSandbox lets the executor run the bubblewrap modes.
@@ -109,6 +124,9 @@ func New(maxConcurrent int, opts ...Option) *Executor {
 	e := &Executor{sem: make(chan struct{}, maxConcurrent), killGrace: DefaultKillGrace}
 	for _, o := range opts {
 		o(e)
+	}
+	if !e.proxySet {
+		e.proxyPath = FindEgressProxy()
 	}
 	return e
 }
@@ -278,7 +296,8 @@ func (e *Executor) start(ctx context.Context, p *plan.Plan, env []string, r Resu
 	}
 	// Its own process group, so a timeout reaches every process it started;
 	// and dead with the gateway.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = groupAttr()
+	defer holdThread()() // the parent-death signal follows this thread
 	if u := p.RunAs(); u != nil {
 		// A root gateway never runs an agent's command as root.
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: []uint32{}}

@@ -4,11 +4,9 @@ import (
 	"context"
 	"io"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/mitrity/mitrity/govern"
-	"github.com/mitrity/mitrity/govern/egress"
 	"github.com/mitrity/mitrity/govern/plan"
 	"github.com/mitrity/mitrity/govern/sandbox"
 )
@@ -38,7 +36,7 @@ func (e *Executor) runSandboxed(ctx context.Context, p *plan.Plan, creds map[str
 	}
 	spec := &sandbox.Spec{
 		Argv: argv(p), Cwd: p.Cwd(), WorkspaceRoots: p.WorkspaceRoots(), DenyPaths: e.sandbox.DenyPaths,
-		CredFiles: files, Seccomp: e.sandbox.Seccomp, Limits: e.sandbox.Limits,
+		CredFiles: files, Seccomp: e.sandbox.Seccomp, Limits: e.sandbox.Limits, Narrowing: e.sandbox.Narrowing,
 		TimeoutMS: p.Timeout().Milliseconds(), KillGraceMS: e.killGrace.Milliseconds(), Bwrap: e.sandbox.Bwrap,
 	}
 	for k, v := range env {
@@ -52,23 +50,51 @@ func (e *Executor) runSandboxed(ctx context.Context, p *plan.Plan, creds map[str
 	}
 	r.CredentialsInjected = p.CredentialIDs()
 
-	// The run's only way out: an allowlist proxy on a private Unix socket,
+	// The run's only way out: mitrity-egressproxy on a private Unix socket,
 	// reached through the sandbox's loopback bridge. An empty allowlist is
-	// no network at all.
+	// no network at all: no proxy, no bridge.
+	var proxy *proxyProc
 	if allow := p.Egress(); len(allow) > 0 {
-		proxy, sock, cleanup, err := e.startProxy(allow)
-		if err != nil {
+		var err error
+		if proxy, err = e.prepareProxy(allow); err != nil {
 			r.Status, r.Reason, r.Message = govern.StatusFailedToStart, govern.ReasonSpawnError, "egress proxy: "+err.Error()
 			return r
 		}
+		spec.ProxySocket = proxy.socket
+		// The proxy starts at the sandbox's first connection. If it dies
+		// the run is ended: its connections are refused either way, and a
+		// command that expected a network should not carry on without it.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		stopped := make(chan struct{})
+		go proxy.watch(func() {
+			select {
+			case <-stopped:
+			default:
+				cancel()
+			}
+		})
 		defer func() {
-			// After the return value is set: the report is complete once
-			// the proxy is closed.
-			cleanup()
-			rep := proxy.Report()
-			res.Egress = &rep
+			// After the return value is set: the report is final once the
+			// proxy has stopped.
+			died := isClosed(proxy.exited)
+			close(stopped)
+			rep, err := proxy.stop()
+			res.Egress = rep
+			if err != nil {
+				res.EgressError = err.Error()
+			}
+			if !died {
+				return
+			}
+			// The proxy ended (or could not start) before it was stopped:
+			// whatever it counted is lost, and the run was ended for it.
+			res.Egress, res.EgressError = nil, proxy.failure()
+			if res.Status == govern.StatusKilled {
+				res.Message = "ended because its egress proxy failed: " + res.EgressError
+			}
 		}()
-		spec.ProxySocket = sock
 	}
 
 	st, err := newStreams()
@@ -103,32 +129,12 @@ func (e *Executor) runSandboxed(ctx context.Context, p *plan.Plan, creds map[str
 	return r
 }
 
-// startProxy serves the allowlist on a fresh socket in a private directory.
-func (e *Executor) startProxy(allow []string) (*egress.Proxy, string, func(), error) {
-	cfg := e.sandbox.Egress
-	cfg.Allow = allow
-	checker, err := egress.NewChecker(cfg)
-	if err != nil {
-		return nil, "", nil, err
+// isClosed reports whether ch is closed.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
-	var opts []egress.ProxyOption
-	if e.sandbox.OnDeny != nil {
-		opts = append(opts, egress.WithDenialHook(e.sandbox.OnDeny))
-	}
-	proxy, err := egress.NewProxy(checker, opts...)
-	if err != nil {
-		return nil, "", nil, err
-	}
-	dir, err := os.MkdirTemp("", "mitrity-egress-")
-	if err != nil {
-		return nil, "", nil, err
-	}
-	sock := filepath.Join(dir, "proxy.sock")
-	ln, err := egress.ListenUnix(sock)
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, "", nil, err
-	}
-	go proxy.Serve(ln)
-	return proxy, sock, func() { proxy.Close(); os.RemoveAll(dir) }, nil
 }

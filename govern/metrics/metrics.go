@@ -64,17 +64,7 @@ var DurationBuckets = []float64{
 // reasons is the reason label's vocabulary: every govern.Reason constant
 // (TestReasonVocabulary keeps it in step with govern/reason.go). A reason
 // outside it is counted as "other".
-var reasons = []govern.Reason{
-	govern.ReasonSandboxUnavailable, govern.ReasonModifiedOutsideGovernance, govern.ReasonCredentialInArgv,
-	govern.ReasonCwdOutsideWorkspace, govern.ReasonCommandAnalysisOff,
-	govern.ReasonInvalidInput, govern.ReasonParseError,
-	govern.ReasonPinMismatch, govern.ReasonConcurrencyLimit, govern.ReasonSpawnError,
-	govern.ReasonPolicyRule,
-	govern.ReasonToolPermission, govern.ReasonPromptInjection, govern.ReasonThreatIntel,
-	govern.ReasonHoldDenied, govern.ReasonHoldExpired, govern.ReasonDLPArgument,
-	govern.ReasonCredentialNotGranted, govern.ReasonInvalidArgument, govern.ReasonAuditUnavailable,
-	govern.ReasonTicketExpired, govern.ReasonTicketRefused,
-}
+var reasons = govern.Reasons()
 
 var outcomes = []audit.Outcome{audit.OutcomeAllow, audit.OutcomeAsk, audit.OutcomeHold, audit.OutcomeDeny}
 

@@ -13,8 +13,8 @@ import (
 // Paths inside the sandbox. /run is a fresh tmpfs, so none of them exists
 // on the host.
 const (
-	InsideRun    = "/run/mitrity"
-	InsideHelper = InsideRun + "/sandboxrun"
+	InsideRun  = "/run/mitrity"
+	InsideInit = InsideRun + "/init"
 )
 
 // Subcommands of the helper binary: init runs inside the sandbox, the
@@ -74,7 +74,7 @@ type Features struct {
 	// DisableUserns: --disable-userns (nested user namespaces fail even
 	// without the seccomp stage).
 	DisableUserns bool
-	// BindFD: --ro-bind-fd, used to bind the helper binary from an open
+	// BindFD: --ro-bind-fd, used to bind the init binary from an open
 	// descriptor rather than a path the dropped user may not reach.
 	BindFD bool
 }
@@ -93,15 +93,24 @@ type Layout struct {
 	// DropCaps: bwrap runs as uid 0, which keeps every capability inside
 	// the user namespace unless told otherwise.
 	DropCaps       bool
-	WorkspaceRoots []string
-	Protected      []string // existing protected paths, re-bound read-only
-	Masks          []Mask
-	Pins           []FDMount // judged bytes over each pinned path
-	CredFiles      []FDMount // Path is the file name under govern.CredentialDir
-	// HelperFD is the descriptor of the helper binary (with BindFD);
-	// HelperPath its host path otherwise.
-	HelperFD   int
-	HelperPath string
+	WorkspaceRoots []string // bound writable
+	// ReadOnlyRoots are workspace roots a settings file left unwritable;
+	// WriteBinds the paths inside them it left writable.
+	ReadOnlyRoots []string
+	WriteBinds    []string
+	// Covers are a settings file's denyRead directories that hold a root or
+	// an allowRead path, and the allowRead paths revealed inside them, in
+	// mount order.
+	Covers    []CoverOp
+	Protected []string // existing protected paths, re-bound read-only
+	Masks     []Mask
+	Pins      []FDMount // judged bytes over each pinned path
+	CredFiles []FDMount // Path is the file name under govern.CredentialDir
+	// InitFD is the descriptor of the init binary (with BindFD); InitPath
+	// its host path otherwise. InitArgs follow it on its command line.
+	InitFD   int
+	InitPath string
+	InitArgs []string
 	// SeccompFD carries the filter (raw BPF) bubblewrap installs on every
 	// process of the sandbox; -1: none.
 	SeccompFD  int
@@ -120,7 +129,7 @@ type FDMount struct {
 }
 
 // BuildArgs returns bubblewrap's arguments (without argv[0]) for l, ending
-// with the helper's init command.
+// with the init command.
 func BuildArgs(l Layout) []string {
 	fd := strconv.Itoa
 	a := []string{
@@ -149,13 +158,13 @@ func BuildArgs(l Layout) []string {
 	a = append(a, "--remount-ro", "/dev", "--proc", "/proc")
 	sized(l.TmpfsBytes, "1777", "/tmp")
 	// /run is a fresh tmpfs: no host runtime socket or secret is visible,
-	// and it holds the helper and the credentials.
+	// and it holds the init binary and the credentials.
 	sized(l.RunBytes, "0755", "/run")
 	a = append(a, "--perms", "0755", "--dir", InsideRun)
 	if l.Features.BindFD {
-		a = append(a, "--ro-bind-fd", fd(l.HelperFD), InsideHelper)
+		a = append(a, "--ro-bind-fd", fd(l.InitFD), InsideInit)
 	} else {
-		a = append(a, "--ro-bind", l.HelperPath, InsideHelper)
+		a = append(a, "--ro-bind", l.InitPath, InsideInit)
 	}
 	if len(l.CredFiles) > 0 {
 		a = append(a, "--perms", "0700", "--dir", govern.CredentialDir)
@@ -164,8 +173,26 @@ func BuildArgs(l Layout) []string {
 		}
 	}
 	a = append(a, "--remount-ro", "/run")
+	// Covers before the roots, which stay reachable inside them; writable
+	// only once everything inside is mounted, then read-only.
+	for _, c := range l.Covers {
+		if c.Reveal {
+			a = append(a, "--ro-bind", c.Path, c.Path)
+			continue
+		}
+		if l.Features.TmpfsSize {
+			a = append(a, "--size", "4096", "--perms", "0111")
+		}
+		a = append(a, "--tmpfs", c.Path)
+	}
 	for _, r := range l.WorkspaceRoots {
 		a = append(a, "--bind", r, r)
+	}
+	for _, r := range l.ReadOnlyRoots {
+		a = append(a, "--ro-bind", r, r)
+	}
+	for _, w := range l.WriteBinds {
+		a = append(a, "--bind", w, w)
 	}
 	for _, p := range l.Protected {
 		a = append(a, "--ro-bind", p, p)
@@ -184,12 +211,17 @@ func BuildArgs(l Layout) []string {
 			a = append(a, "--ro-bind", "/dev/null", m.Path)
 		}
 	}
+	for _, c := range l.Covers {
+		if !c.Reveal {
+			a = append(a, "--remount-ro", c.Path)
+		}
+	}
 	if l.SeccompFD >= 0 {
 		a = append(a, "--seccomp", fd(l.SeccompFD))
 	}
 	if l.BlockFD >= 0 {
 		a = append(a, "--block-fd", fd(l.BlockFD))
 	}
-	a = append(a, "--info-fd", fd(l.InfoFD), "--chdir", l.Cwd, "--", InsideHelper, HelperInit)
-	return a
+	a = append(a, "--info-fd", fd(l.InfoFD), "--chdir", l.Cwd, "--", InsideInit)
+	return append(a, l.InitArgs...)
 }

@@ -44,8 +44,8 @@ func base() Layout {
 		Features:       FeaturesOf(Version{0, 8, 0}),
 		DropCaps:       true,
 		WorkspaceRoots: []string{"/w"},
-		HelperFD:       7,
-		HelperPath:     "/usr/bin/mitrity-sandboxrun",
+		InitFD:         7,
+		InitPath:       "/usr/bin/mitrity-sandboxinit",
 		TmpfsBytes:     1 << 20,
 		RunBytes:       4096,
 		InfoFD:         6,
@@ -62,7 +62,7 @@ var prologue = []string{
 	"--size", "1048576", "--perms", "1777", "--tmpfs", "/dev/shm", "--remount-ro", "/dev", "--proc", "/proc",
 	"--size", "1048576", "--perms", "1777", "--tmpfs", "/tmp",
 	"--size", "4096", "--perms", "0755", "--tmpfs", "/run",
-	"--perms", "0755", "--dir", "/run/mitrity", "--ro-bind-fd", "7", "/run/mitrity/sandboxrun",
+	"--perms", "0755", "--dir", "/run/mitrity", "--ro-bind-fd", "7", "/run/mitrity/init",
 }
 
 func join(parts ...[]string) []string {
@@ -75,7 +75,7 @@ func join(parts ...[]string) []string {
 
 func TestBuildArgs(t *testing.T) {
 	t.Parallel()
-	tail := []string{"--info-fd", "6", "--chdir", "/w/src", "--", "/run/mitrity/sandboxrun", "init"}
+	tail := []string{"--info-fd", "6", "--chdir", "/w/src", "--", "/run/mitrity/init"}
 	for _, tc := range []struct {
 		name   string
 		layout func(*Layout)
@@ -107,9 +107,29 @@ func TestBuildArgs(t *testing.T) {
 			}, tail),
 		},
 		{
-			"bubblewrap 0.6: no sizes, no --disable-userns, helper by path, uid kept",
+			"settings file: covers first, read-only roots, writable parts, covers read-only last",
+			func(l *Layout) {
+				l.WorkspaceRoots = []string{"/home/u/a"}
+				l.ReadOnlyRoots = []string{"/home/u/b"}
+				l.WriteBinds = []string{"/home/u/b/out"}
+				l.Covers = []CoverOp{{Path: "/home"}, {Path: "/home/shared", Reveal: true}}
+				l.Protected = []string{"/home/u/a/.env"}
+				l.Masks = []Mask{{Path: "/home/u/a/secrets", Dir: true}}
+			},
+			join(prologue, []string{
+				"--remount-ro", "/run",
+				"--size", "4096", "--perms", "0111", "--tmpfs", "/home", "--ro-bind", "/home/shared", "/home/shared",
+				"--bind", "/home/u/a", "/home/u/a", "--ro-bind", "/home/u/b", "/home/u/b", "--bind", "/home/u/b/out", "/home/u/b/out",
+				"--ro-bind", "/home/u/a/.env", "/home/u/a/.env",
+				"--size", "4096", "--perms", "0000", "--tmpfs", "/home/u/a/secrets", "--remount-ro", "/home/u/a/secrets",
+				"--remount-ro", "/home",
+			}, tail),
+		},
+		{
+			"bubblewrap 0.6: no sizes, no --disable-userns, init by path (the helper's subcommand), uid kept",
 			func(l *Layout) {
 				l.Features = FeaturesOf(Version{0, 6, 1})
+				l.InitPath, l.InitArgs = "/usr/bin/mitrity-sandboxrun", []string{"init"}
 				l.DropCaps = false
 				l.Masks = []Mask{{Path: "/root/.aws", Dir: true}}
 			},
@@ -119,10 +139,10 @@ func TestBuildArgs(t *testing.T) {
 				"--ro-bind", "/", "/", "--dev", "/dev",
 				"--tmpfs", "/dev/shm", "--remount-ro", "/dev", "--proc", "/proc",
 				"--tmpfs", "/tmp", "--tmpfs", "/run",
-				"--perms", "0755", "--dir", "/run/mitrity", "--ro-bind", "/usr/bin/mitrity-sandboxrun", "/run/mitrity/sandboxrun",
+				"--perms", "0755", "--dir", "/run/mitrity", "--ro-bind", "/usr/bin/mitrity-sandboxrun", "/run/mitrity/init",
 				"--remount-ro", "/run", "--bind", "/w", "/w",
 				"--tmpfs", "/root/.aws", "--remount-ro", "/root/.aws",
-			}, tail),
+			}, tail, []string{"init"}),
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

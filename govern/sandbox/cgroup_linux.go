@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/opencontainers/cgroups"
 	"github.com/opencontainers/cgroups/fs"
@@ -213,8 +214,22 @@ func sweepStale(parent, prefix string) {
 			continue
 		}
 		if !alive(pid) {
-			_ = unix.Rmdir(filepath.Join(parent, e.Name()))
+			removeStale(filepath.Join(parent, e.Name()))
 		}
+	}
+}
+
+// removeStale removes a dead sandboxrun's cgroup. Right after a SIGKILL
+// its tasks may still be exiting (EBUSY), so it retries briefly; a cgroup
+// still busy after that is left for the next run.
+func removeStale(dir string) {
+	delay := 200 * time.Microsecond
+	for tries := 0; tries < 10; tries++ {
+		if err := unix.Rmdir(dir); !errors.Is(err, unix.EBUSY) {
+			return
+		}
+		time.Sleep(delay)
+		delay *= 2
 	}
 }
 

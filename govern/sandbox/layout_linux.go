@@ -1,8 +1,8 @@
 package sandbox
 
 import (
+	"bytes"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -99,17 +99,15 @@ func (e *execution) layout() (Layout, error) {
 			return l, fmt.Errorf("proxy socket %s is not a Unix socket", s.ProxySocket)
 		}
 	}
-	var passwd io.Reader
-	if f, err := os.Open("/etc/passwd"); err == nil {
-		defer f.Close()
-		passwd = f
-	}
-	homes := HomeDirs(passwd, "/home", s.DenyHomes)
+	passwd, _ := os.ReadFile("/etc/passwd")
+	homes := HomeDirs(bytes.NewReader(passwd), "/home", s.DenyHomes)
 	// Paths are resolved as the sandbox's user sees them: a root caller
 	// dropping to run_as must not ask bubblewrap to mask what that user
 	// cannot reach (bubblewrap would try to create it).
 	pinTargets := map[string]string{}    // a pin's path -> what it resolves to now
 	pinPerms := map[string]os.FileMode{} // read-only, executable where the file is now
+	var narrow narrowPlan
+	var narrowErr error
 	err := e.asSandboxUser(func() {
 		// A home the sandbox cannot reach hides its credentials already.
 		homes = slices.DeleteFunc(homes, func(h string) bool {
@@ -118,6 +116,7 @@ func (e *execution) layout() (Layout, error) {
 		})
 		l.Masks = ResolveMasks(DenyCandidates(homes, s.DenyPaths), roots)
 		l.Protected, e.absent = ResolveProtected(ProtectedCandidates(roots, s.ProtectedExtra))
+		narrow, narrowErr = planNarrowing(s.Narrowing, roots, homeOf(passwd, e.uid), statAsSeen)
 		for _, p := range s.Pins {
 			for _, t := range []string{p.Path, p.RealPath} {
 				if real, err := filepath.EvalSymlinks(t); err == nil {
@@ -132,23 +131,16 @@ func (e *execution) layout() (Layout, error) {
 	if err != nil {
 		return l, err
 	}
-
-	helper := e.opts.helper
-	if helper == "" {
-		var err error
-		if helper, err = os.Executable(); err != nil {
-			return l, fmt.Errorf("locating the sandbox helper: %w", err)
-		}
+	if narrowErr != nil {
+		return l, fmt.Errorf("exec.sandbox.settings_file: %w", narrowErr)
 	}
-	l.HelperPath = helper
-	if e.features.BindFD {
-		fd, err := unix.Open(helper, unix.O_PATH|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return l, fmt.Errorf("sandbox helper %s: %w", helper, err)
-		}
-		l.HelperFD = e.pass(os.NewFile(uintptr(fd), "helper"))
+	if err := e.applyNarrowing(&l, narrow); err != nil {
+		return l, err
 	}
 
+	if err := e.initBinary(&l); err != nil {
+		return l, err
+	}
 	for _, p := range s.Pins {
 		m, err := sealedMemfd("mitrity-pin", p.Bytes)
 		if err != nil {
@@ -162,6 +154,15 @@ func (e *execution) layout() (Layout, error) {
 		for _, t := range []string{p.Path, p.RealPath} {
 			if real, ok := pinTargets[t]; ok && !slices.Contains(targets, real) {
 				targets = append(targets, real)
+			}
+		}
+		// A pin under a settings cover would show the judged script inside
+		// a directory the file hides: it stays hidden, as under a mask.
+		if covered := slices.DeleteFunc(slices.Clone(targets), func(t string) bool { return !narrow.hiddenByCovers(t, roots) }); len(covered) > 0 {
+			targets = slices.DeleteFunc(targets, func(t string) bool { return slices.Contains(covered, t) })
+			if len(targets) == 0 {
+				e.notes = append(e.notes, fmt.Sprintf("pinned script %s is inside a path the settings file denies reading: not bound", p.Path))
+				continue
 			}
 		}
 		bound := false
@@ -215,4 +216,89 @@ func (e *execution) layout() (Layout, error) {
 		l.RunBytes += int64(len(v)) + 4096
 	}
 	return l, nil
+}
+
+// statAsSeen describes p as the calling thread sees it.
+func statAsSeen(p string) pathInfo {
+	if _, err := os.Lstat(p); err != nil {
+		return pathInfo{Real: p}
+	}
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return pathInfo{Real: p} // a dangling symlink: nothing there to hide
+	}
+	st, err := os.Stat(real)
+	if err != nil {
+		return pathInfo{Real: real}
+	}
+	return pathInfo{Real: real, Exists: true, Dir: st.IsDir()}
+}
+
+// applyNarrowing puts the settings file's plan into the layout.
+func (e *execution) applyNarrowing(l *Layout, p narrowPlan) error {
+	if e.spec.Narrowing == nil {
+		return nil
+	}
+	if cwd, err := filepath.EvalSymlinks(e.spec.Cwd); err == nil && p.masked(cwd) {
+		return fmt.Errorf("working directory %s: exec.sandbox.settings_file denies reading it", e.spec.Cwd)
+	}
+	e.notes = append(e.notes, p.notes...)
+	l.Covers = p.covers
+	l.WriteBinds = p.writeBinds
+	l.WorkspaceRoots = slices.DeleteFunc(l.WorkspaceRoots, func(r string) bool { return slices.Contains(p.roRoots, r) })
+	l.ReadOnlyRoots = p.roRoots
+	// Inside a read-only root the protected paths need no binds of their own.
+	l.Protected = slices.DeleteFunc(l.Protected, func(x string) bool {
+		return slices.ContainsFunc(p.roRoots, func(r string) bool { return within(r, x) }) &&
+			!slices.ContainsFunc(p.writeBinds, func(w string) bool { return within(w, x) })
+	})
+	for _, x := range p.readOnly {
+		if !slices.Contains(l.Protected, x) {
+			l.Protected = append(l.Protected, x)
+		}
+	}
+	e.absent = append(e.absent, p.absent...)
+	for _, m := range p.masks {
+		if !slices.ContainsFunc(l.Masks, func(o Mask) bool { return o.Path == m.Path }) {
+			l.Masks = append(l.Masks, m)
+		}
+	}
+	return nil
+}
+
+// initBinary picks the sandbox's first process (WithInit, else InitName
+// beside the helper, else the helper's init subcommand) and opens it: bound
+// from the descriptor, the file is the one checked here, and the dropped
+// user need not reach its path.
+func (e *execution) initBinary(l *Layout) error {
+	helper := e.opts.helper
+	if helper == "" {
+		var err error
+		if helper, err = os.Executable(); err != nil {
+			return fmt.Errorf("locating the sandbox helper: %w", err)
+		}
+	}
+	path, args := e.opts.init, []string(nil)
+	if path == "" {
+		path = filepath.Join(filepath.Dir(helper), InitName)
+		if st, err := os.Stat(path); err != nil || !st.Mode().IsRegular() || st.Mode().Perm()&0o111 == 0 {
+			path, args = helper, []string{HelperInit}
+		}
+	}
+	l.InitPath, l.InitArgs = path, args
+	if !e.features.BindFD {
+		return nil
+	}
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("sandbox init %s: %w", path, err)
+	}
+	f := os.NewFile(uintptr(fd), "init")
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		f.Close()
+		return fmt.Errorf("sandbox init %s is not a regular file", path)
+	}
+	l.InitFD = e.pass(f)
+	return nil
 }

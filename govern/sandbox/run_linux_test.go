@@ -350,3 +350,26 @@ func TestRunEgressBridgeUnused(t *testing.T) {
 	r = runIn(t, context.Background(), s)
 	assert.Check(t, is.Equal(r.Status, govern.StatusFailedToStart), r.Message)
 }
+
+// Without mitrity-sandboxinit beside it (as here: the helper is the test
+// binary), the helper's own init subcommand starts the command; a named
+// init that is not there runs nothing.
+func TestRunInitBinary(t *testing.T) {
+	requireSandbox(t)
+	t.Parallel()
+	ws := workspace(t)
+	s := shellSpec(ws, `grep -F ' `+InsideInit+` ' /proc/self/mountinfo | cut -d' ' -f4`)
+	r := runIn(t, context.Background(), s)
+	assert.Check(t, is.Equal(r.Status, govern.StatusCompleted), r.Message)
+	assert.Check(t, strings.HasSuffix(strings.TrimSpace(r.stdout), "/"+filepath.Base(selfExe(t))), "the helper itself is the init: %q", r.stdout)
+
+	dir := t.TempDir()
+	out, err := os.Create(filepath.Join(dir, "stdout"))
+	assert.NilError(t, err)
+	defer out.Close()
+	res := Run(context.Background(), shellSpec(ws, `touch ran`), Stdio{Stdout: out}, WithHelper(selfExe(t)), WithInit(filepath.Join(dir, InitName)))
+	assert.Check(t, is.Equal(res.Status, govern.StatusFailedToStart))
+	assert.Check(t, is.Contains(res.Message, InitName))
+	_, err = os.Stat(filepath.Join(ws, "ran"))
+	assert.Check(t, os.IsNotExist(err))
+}

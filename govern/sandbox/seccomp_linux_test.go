@@ -1,10 +1,12 @@
 package sandbox
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"os/exec"
 	"runtime"
+	"slices"
 	"testing"
 	"unsafe"
 
@@ -14,6 +16,8 @@ import (
 	"golang.org/x/sys/unix"
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/mitrity/mitrity/govern/sandbox/internal/seccomppolicy"
 )
 
 const (
@@ -42,13 +46,25 @@ func seccompData(auditArch uint32, nr int, args ...uint64) []byte {
 	return b
 }
 
+// The program the sandbox ships is the policy, assembled: go generate
+// after changing the policy.
+func TestSeccompProgramIsThePolicy(t *testing.T) {
+	t.Parallel()
+	want, err := seccomppolicy.Bytes()
+	assert.NilError(t, err)
+	got, err := programBytes()
+	assert.NilError(t, err)
+	assert.Check(t, bytes.Equal(got, want), "seccomp_prog_linux_%s.go is stale: run go generate in govern/sandbox", runtime.GOARCH)
+}
+
+// The shipped program, run in a BPF VM over synthetic system calls.
 func TestSeccompProgram(t *testing.T) {
 	t.Parallel()
-	raw, err := Program()
+	filter, err := filterProgram()
 	assert.NilError(t, err)
-	insts := make([]bpf.Instruction, len(raw))
-	for i, r := range raw {
-		insts[i] = r.Disassemble()
+	insts := make([]bpf.Instruction, len(filter))
+	for i, f := range filter {
+		insts[i] = bpf.RawInstruction{Op: f.Code, Jt: f.Jt, Jf: f.Jf, K: f.K}.Disassemble()
 	}
 	vm, err := bpf.NewVM(insts)
 	assert.NilError(t, err)
@@ -92,7 +108,7 @@ func TestSeccompProgram(t *testing.T) {
 	} {
 		assert.Check(t, is.Equal(run(native, nr(tc.call), tc.args...), tc.want), tc.name)
 	}
-	for _, name := range DeniedSyscalls {
+	for _, name := range seccomppolicy.DeniedSyscalls {
 		assert.Check(t, is.Equal(run(native, nr(name)), retEPERM), name)
 	}
 	// Another architecture's calls (i386 through int 0x80, AArch32) are
@@ -114,7 +130,7 @@ func TestSeccompProgram(t *testing.T) {
 func TestSeccompNamesOnEveryArch(t *testing.T) {
 	t.Parallel()
 	for _, a := range []*arch.Info{arch.X86_64, arch.AARCH64} {
-		for _, name := range append(DeniedSyscalls, "socket", "unshare", "clone", "clone3", "ioctl") {
+		for _, name := range append(slices.Clone(seccomppolicy.DeniedSyscalls), "socket", "unshare", "clone", "clone3", "ioctl") {
 			_, ok := a.SyscallNames[name]
 			assert.Check(t, ok, "%s has no %s", a.Name, name)
 		}

@@ -120,6 +120,35 @@ type Spec struct {
 	// every root-owned file outside the deny set.
 	RunAs *Identity `json:"run_as,omitempty"`
 	Bwrap Bwrap     `json:"bwrap,omitzero"`
+	// Narrowing is the file-system part of exec.sandbox.settings_file;
+	// nil when there is none.
+	Narrowing *Narrowing `json:"narrowing,omitempty"`
+}
+
+// Narrowing is what a sandbox-runtime settings file takes away from a run's
+// file system: it can hide more and make less writable, never the reverse.
+// Paths are as the file wrote them: absolute; "~" or "~/..." for the home
+// (in /etc/passwd) of the user the sandbox runs as; or relative, which
+// names that path in every workspace root. Globs are not accepted: bubblewrap
+// binds concrete paths, and a pattern that matched nothing would skip the
+// narrowing silently.
+type Narrowing struct {
+	// DenyRead paths are masked like the deny set. A workspace root or an
+	// AllowRead path inside one stays reachable; nothing else inside does.
+	DenyRead []string `json:"deny_read,omitempty"`
+	// AllowRead paths, outside the workspace roots, are readable again
+	// inside a DenyRead path (the more specific path wins). They never
+	// reveal the mandatory deny set or the spec's deny paths.
+	AllowRead []string `json:"allow_read,omitempty"`
+	// LimitWrite makes only the parts of the workspace roots inside
+	// AllowWrite writable (none, when it is empty). AllowWrite paths
+	// outside every root are ignored: the host there is read-only anyway.
+	LimitWrite bool     `json:"limit_write,omitempty"`
+	AllowWrite []string `json:"allow_write,omitempty"`
+	// DenyWrite paths are read-only even inside a workspace root. One that
+	// does not exist cannot be held without creating it on the host; if the
+	// command creates it, it is reported in protected_created.
+	DenyWrite []string `json:"deny_write,omitempty"`
 }
 
 // DefaultKillGrace is the SIGTERM-to-SIGKILL grace when the spec names none.
@@ -143,6 +172,7 @@ type specCheck func(*Spec) error
 var specChecks = []specCheck{
 	checkArgv, checkEnv, checkRoots, checkCwd, checkDenyPaths, checkProtectedExtra,
 	checkPinsShape, checkCredFiles, checkProxy, checkSeccomp, checkLimits, checkTimes, checkRunAs,
+	checkNarrowing,
 }
 
 // Validate checks the spec without touching the system.
@@ -332,6 +362,44 @@ func checkTimes(s *Spec) error {
 func checkRunAs(s *Spec) error {
 	if s.RunAs != nil && (s.RunAs.UID == 0 || s.RunAs.GID == 0) {
 		return errors.New("run_as: uid and gid must not be 0: run_as is how a root caller stops running commands as root")
+	}
+	return nil
+}
+
+func checkNarrowing(s *Spec) error {
+	n := s.Narrowing
+	if n == nil {
+		return nil
+	}
+	for _, f := range []struct {
+		name  string
+		paths []string
+	}{{"deny_read", n.DenyRead}, {"allow_read", n.AllowRead}, {"allow_write", n.AllowWrite}, {"deny_write", n.DenyWrite}} {
+		for i, p := range f.paths {
+			if err := CheckNarrowingPath(p); err != nil {
+				return fmt.Errorf("narrowing.%s[%d]: %w", f.name, i, err)
+			}
+		}
+	}
+	for i, p := range n.DenyRead {
+		if filepath.Clean(p) == "/" {
+			return fmt.Errorf("narrowing.deny_read[%d]: / would hide everything the command needs to run; deny the regions meant (e.g. /home)", i)
+		}
+	}
+	return nil
+}
+
+// CheckNarrowingPath reports what is wrong with one path of a Narrowing.
+func CheckNarrowingPath(p string) error {
+	switch {
+	case p == "":
+		return errors.New("empty path")
+	case strings.ContainsRune(p, 0):
+		return fmt.Errorf("%q holds a NUL byte", p)
+	case strings.ContainsAny(p, "*?["):
+		return fmt.Errorf("%q: globs are not supported: list the paths (a pattern that matched nothing would skip the narrowing silently)", p)
+	case strings.HasPrefix(p, "~") && p != "~" && !strings.HasPrefix(p, "~/"):
+		return fmt.Errorf("%q: only ~ and ~/... (the sandbox user's home) are understood", p)
 	}
 	return nil
 }

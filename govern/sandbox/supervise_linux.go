@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/mitrity/mitrity/govern"
+	"github.com/mitrity/mitrity/govern/sandbox/initproc"
 )
 
 // start runs bubblewrap and supervises the sandbox to the end. It reports
@@ -30,7 +31,8 @@ func (e *execution) start(ctx context.Context, l Layout) (Result, bool) {
 	fail := func(err error) (Result, bool) {
 		return notStarted(govern.StatusFailedToStart, govern.ReasonSpawnError, "%v", err), false
 	}
-	// Descriptors 3, 4, 5 (and 6 with a proxy) are init's: see fdInitConfig.
+	// Descriptors 3, 4, 5 (and 6 with a proxy) are init's: see
+	// initproc.FDConfig.
 	cfgR, cfgW, err := os.Pipe()
 	if err != nil {
 		return fail(err)
@@ -79,7 +81,7 @@ func (e *execution) start(ctx context.Context, l Layout) (Result, bool) {
 	e.extra = append(fixed, e.extra...)
 	l.InfoFD = 2 + shift
 	if l.Features.BindFD {
-		l.HelperFD += shift
+		l.InitFD += shift
 	}
 	if l.SeccompFD >= 0 {
 		l.SeccompFD += shift
@@ -103,7 +105,7 @@ func (e *execution) start(ctx context.Context, l Layout) (Result, bool) {
 	cmd := &exec.Cmd{
 		Path:       e.bwrap,
 		Args:       append([]string{"bwrap"}, BuildArgs(l)...),
-		Env:        []string{},
+		Env:        initEnv,
 		Dir:        "/",
 		Stdin:      stdin,
 		Stdout:     stdout,
@@ -128,7 +130,7 @@ func (e *execution) start(ctx context.Context, l Layout) (Result, bool) {
 	go func() { waited <- cmd.Wait() }()
 	errText := make(chan string, 1)
 	go func() { errText <- readCapped(errR, 16<<10) }()
-	statuses := make(chan []initStatus, 1)
+	statuses := make(chan []initproc.Status, 1)
 	go func() { statuses <- readStatuses(stR) }()
 	bridged := make(chan *bridge, 1)
 	if bridgeEnd != nil {
@@ -165,7 +167,7 @@ func (e *execution) start(ctx context.Context, l Layout) (Result, bool) {
 	}
 	limits, rl := e.limitPlan(l)
 	go func() {
-		json.NewEncoder(cfgW).Encode(initConfig{
+		json.NewEncoder(cfgW).Encode(initproc.Config{
 			Argv:    s.Argv,
 			Env:     e.env(),
 			Rlimits: rl,
@@ -203,9 +205,6 @@ func (e *execution) start(ctx context.Context, l Layout) (Result, bool) {
 	}
 	if !st.exec || st.execErr != "" {
 		res.Status, res.Reason = govern.StatusFailedToStart, govern.ReasonSpawnError
-		if st.reason != "" {
-			res.Reason = st.reason
-		}
 		res.Message = firstNonEmpty(st.execErr, st.err, bwrapErr, fmt.Sprintf("the sandbox did not start (%v)", waitErr))
 		if timedOut {
 			res.Message += "; the timeout expired before the command started"
@@ -252,6 +251,12 @@ func (e *execution) start(ctx context.Context, l Layout) (Result, bool) {
 	return res, false
 }
 
+// initEnv is bubblewrap's environment, which only the sandbox's init
+// inherits (init gives the command the spec's). One processor is all init
+// needs: named, the Go runtime sets up one and starts no GOMAXPROCS
+// updater, a little less work at every start.
+var initEnv = []string{"GOMAXPROCS=1"}
+
 func firstNonEmpty(ss ...string) string {
 	for _, s := range ss {
 		if s != "" {
@@ -297,16 +302,16 @@ func (e *execution) env() []string {
 
 // limitPlan decides, once the cgroup is joined or not, which mechanism
 // holds each bound, and the rlimits init sets on the command.
-func (e *execution) limitPlan(l Layout) (LimitsEnforced, []rlimitConfig) {
+func (e *execution) limitPlan(l Layout) (LimitsEnforced, []initproc.Rlimit) {
 	lim := e.spec.Limits
 	le := LimitsEnforced{DaemonKill: enforced(MechanismPidns)}
-	rl := []rlimitConfig{{Resource: unix.RLIMIT_CORE, Value: 0}}
+	rl := []initproc.Rlimit{{Resource: unix.RLIMIT_CORE, Value: 0}}
 	if lim.FileSizeBytes > 0 {
-		rl = append(rl, rlimitConfig{Resource: unix.RLIMIT_FSIZE, Value: uint64(lim.FileSizeBytes)})
+		rl = append(rl, initproc.Rlimit{Resource: unix.RLIMIT_FSIZE, Value: uint64(lim.FileSizeBytes)})
 		le.FileSize = enforced(MechanismRlimit)
 	}
 	if lim.Nofile > 0 {
-		rl = append(rl, rlimitConfig{Resource: unix.RLIMIT_NOFILE, Value: uint64(lim.Nofile)})
+		rl = append(rl, initproc.Rlimit{Resource: unix.RLIMIT_NOFILE, Value: uint64(lim.Nofile)})
 	}
 	if lim.TmpfsBytes > 0 && l.Features.TmpfsSize {
 		le.TmpfsSize = enforced(MechanismTmpfs)
@@ -317,7 +322,7 @@ func (e *execution) limitPlan(l Layout) (LimitsEnforced, []rlimitConfig) {
 		if e.cg != nil && e.cg.memory {
 			le.Memory = enforced(MechanismCgroup)
 		} else {
-			rl = append(rl, rlimitConfig{Resource: unix.RLIMIT_AS, Value: uint64(lim.MemoryBytes)})
+			rl = append(rl, initproc.Rlimit{Resource: unix.RLIMIT_AS, Value: uint64(lim.MemoryBytes)})
 			le.Memory = enforced(MechanismRlimit)
 		}
 	}
@@ -328,7 +333,7 @@ func (e *execution) limitPlan(l Layout) (LimitsEnforced, []rlimitConfig) {
 		case e.uid != 0:
 			// Counted per user namespace: the sandbox's uid has no other
 			// task in its namespace, so the bound is the run's own.
-			rl = append(rl, rlimitConfig{Resource: unix.RLIMIT_NPROC, Value: uint64(lim.Pids)})
+			rl = append(rl, initproc.Rlimit{Resource: unix.RLIMIT_NPROC, Value: uint64(lim.Pids)})
 			le.ProcessCount = enforced(MechanismRlimit)
 		default:
 			e.notes = append(e.notes, "process count not enforced: no cgroup ("+e.cgReason+") and RLIMIT_NPROC does not bind uid 0")
@@ -359,11 +364,11 @@ func readCapped(r io.Reader, n int64) string {
 	return b.String()
 }
 
-func readStatuses(r io.Reader) []initStatus {
-	var out []initStatus
+func readStatuses(r io.Reader) []initproc.Status {
+	var out []initproc.Status
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
-		var s initStatus
+		var s initproc.Status
 		if json.Unmarshal(sc.Bytes(), &s) == nil {
 			out = append(out, s)
 		}
@@ -376,20 +381,19 @@ type statusSummary struct {
 	exec    bool
 	execErr string // an error after the exec line: execve failed
 	err     string // an error before it
-	reason  govern.Reason
 	seccomp string
 }
 
-func summarize(ss []initStatus) statusSummary {
+func summarize(ss []initproc.Status) statusSummary {
 	var out statusSummary
 	for _, s := range ss {
 		switch {
 		case s.Exec:
 			out.exec, out.seccomp = true, s.Seccomp
 		case s.Error != "" && out.exec:
-			out.execErr, out.reason = s.Error, s.Reason
+			out.execErr = s.Error
 		case s.Error != "":
-			out.err, out.reason = s.Error, s.Reason
+			out.err = s.Error
 		}
 	}
 	return out

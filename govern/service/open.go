@@ -19,6 +19,7 @@ import (
 	"github.com/mitrity/mitrity/govern/pipeline"
 	"github.com/mitrity/mitrity/govern/plan"
 	"github.com/mitrity/mitrity/govern/policy"
+	"github.com/mitrity/mitrity/govern/sandbox/settings"
 )
 
 // LoadPolicy reads the config's policy file, or the embedded default.
@@ -98,7 +99,16 @@ func build(cfg *config.Config, logger zerolog.Logger, opts ...pipeline.Option) (
 		g.close()
 		return nil, fmt.Errorf("notifications: %w", err)
 	}
+	if f := cfg.Exec.Sandbox.SettingsFile; f != "" && cfg.Exec.Enabled {
+		// Validation saw the file exists; what it promises must also
+		// parse, or nothing runs.
+		if g.settings, err = settings.Load(f); err != nil {
+			g.close()
+			return nil, fmt.Errorf("exec.sandbox.settings_file: %w", err)
+		}
+	}
 	g.backend = selectBackend(cfg)
+	g.backend.sandbox.Narrowing = g.settings.Narrowing()
 	var xopts []executor.Option
 	if g.backend.available {
 		xopts = append(xopts, executor.WithSandbox(g.backend.sandbox))

@@ -27,6 +27,7 @@ import (
 	"github.com/mitrity/mitrity/govern/plan"
 	"github.com/mitrity/mitrity/govern/policy"
 	"github.com/mitrity/mitrity/govern/sandbox"
+	"github.com/mitrity/mitrity/govern/sandbox/settings"
 	"github.com/mitrity/mitrity/govern/shell"
 	"github.com/mitrity/mitrity/govern/ticket"
 )
@@ -58,6 +59,9 @@ type generation struct {
 	notifier *notify.Notifier
 	home     string
 	runAs    *plan.User
+	// settings is exec.sandbox.settings_file, parsed (nil: none): it
+	// narrows the sandbox and each plan's egress allowlist.
+	settings *settings.Settings
 	// backend is the kernel sandbox found when the generation was built;
 	// when it is not available every call stamps unavailable_denied or
 	// none, with its reason.
@@ -223,15 +227,30 @@ func (s bound) denied(ctx context.Context, call govern.Call, st *pipeline.State,
 // SetMetrics makes the service count what it audits into m.
 func (s *Service) SetMetrics(m *metrics.Metrics) { s.metrics = m }
 
-// write audits rec; an event that cannot be written is logged and counted
-// so the operator hears of it.
+// write audits rec and returns the event's id; an event that cannot be
+// built or written is logged and counted so the operator hears of it.
 func (s *Service) write(rec audit.Record) string {
+	if ev := s.writeEvent(rec); ev != nil {
+		return ev.ID
+	}
+	return ""
+}
+
+// writeEvent audits rec and returns the event (nil when it could not be
+// built).
+func (s *Service) writeEvent(rec audit.Record) *audit.Event {
 	ev, err := s.builder.Build(rec)
 	if err != nil {
 		s.log.Error().Err(err).Msg("audit event could not be built")
 		s.metrics.AuditWriteError()
-		return ""
+		return nil
 	}
+	s.emit(ev)
+	return ev
+}
+
+// emit logs, counts and writes one built event.
+func (s *Service) emit(ev *audit.Event) {
 	s.metrics.Observe(ev)
 	audit.LogDecision(s.log, ev)
 	if s.audit != nil {
@@ -240,7 +259,6 @@ func (s *Service) write(rec audit.Record) string {
 			s.metrics.AuditWriteError()
 		}
 	}
-	return ev.ID
 }
 
 // mode chooses the sandbox mode for a call: bubblewrap when the backend is
@@ -303,7 +321,7 @@ func (s bound) prepare(ctx context.Context, st *pipeline.State) (*prepared, Resu
 		Shell: s.cfg.Exec.Shell, Dialect: a.Dialect, Command: a.Text, CommandSHA256: a.SHA256,
 		Cwd: st.Cwd, WorkspaceRoots: st.WorkspaceRoots, Timeout: timeout, Env: s.env(st),
 		CredentialEnv: st.CredentialEnv, CredentialFiles: st.CredentialFiles, CredentialDir: credentialDir(),
-		Pins: a.Pins, Stdin: st.Call.Stdin, Egress: st.Agent.Destinations,
+		Pins: a.Pins, Stdin: st.Call.Stdin, Egress: s.settings.NarrowEgress(st.Agent.Destinations, s.allowedPorts()),
 		SandboxRequired: st.Profile.SandboxRequired, OutputMaxBytes: s.cfg.Exec.Limits.OutputMaxBytes,
 		RunAs: s.runAs,
 	})
@@ -381,10 +399,20 @@ func (s bound) run(ctx context.Context, pr *prepared, live Output) Result {
 	rec := base
 	rec.Run = run
 	rec.Secrets = secretMap(secrets)
-	if r.Status != govern.StatusCompleted && r.Reason != "" {
+	if r.Status != govern.StatusCompleted && (r.Reason != "" || r.Message != "") {
+		// Why it did not complete, in words (a dead egress proxy ends a
+		// run as killed with no reason code, only this message).
 		rec.Decision = govern.Decision{Outcome: govern.Allow, Reason: r.Reason, Stage: "executor", Message: r.Message}
 	}
-	id := s.write(rec)
+	ev := s.writeEvent(rec)
+	id := ""
+	if ev != nil {
+		id = ev.ID
+		s.destinationEvents(ev, r, rec.Secrets)
+	}
+	if r.EgressError != "" {
+		s.log.Warn().Str("event_id", id).Str("error", r.EgressError).Msg("the egress proxy gave no report: egress counts on the event are incomplete")
+	}
 	s.degraded(ctx, st, mode, r.Status, id)
 	for _, cid := range sortedKeys(counts) {
 		if _, err := s.notifier.OutputRedacted(ctx, notify.Redaction{Agent: st.Call.Agent, EventID: id, CredentialID: cid, Count: counts[cid]}); err != nil {
@@ -417,6 +445,23 @@ func (s bound) run(ctx context.Context, pr *prepared, live Output) Result {
 		res.Structured.Status = r.Status.String()
 	}
 	return res
+}
+
+// destinationEvents writes one DLP event (unauthorized_destination) per
+// distinct destination the egress proxy refused, linked to the execution.
+func (s *Service) destinationEvents(exec *audit.Event, r executor.Result, secrets map[string]string) {
+	if r.Egress == nil || len(r.Egress.Denials) == 0 {
+		return
+	}
+	evs, err := s.builder.DestinationDenials(exec, r.Egress.Denials, secrets)
+	if err != nil {
+		s.log.Error().Err(err).Str("event_id", exec.ID).Msg("unauthorized_destination events could not be built")
+		s.metrics.AuditWriteError()
+		return
+	}
+	for _, ev := range evs {
+		s.emit(ev)
+	}
 }
 
 // limitsOf maps the sandbox's account of the limits onto the card; in mode
@@ -468,6 +513,15 @@ func (s bound) degraded(ctx context.Context, st *pipeline.State, mode govern.San
 	if err != nil {
 		s.log.Warn().Err(err).Msg("sandbox_degraded notification")
 	}
+}
+
+// allowedPorts are exec.egress.allowed_ports as the proxy reads them.
+func (s bound) allowedPorts() []uint16 {
+	ports := make([]uint16, 0, len(s.cfg.Exec.Egress.AllowedPorts))
+	for _, p := range s.cfg.Exec.Egress.AllowedPorts {
+		ports = append(ports, uint16(p))
+	}
+	return ports
 }
 
 // timeout is the call's, clamped to the effective ceiling: the profile's

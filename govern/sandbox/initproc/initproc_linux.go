@@ -1,0 +1,174 @@
+package initproc
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// proxyVars are set to the bridge when the sandbox has a proxy.
+var proxyVars = []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"}
+
+// Main is the sandbox's first process, started by bubblewrap already under
+// the seccomp filter. With a proxy it opens the loopback listener and hands
+// it to the supervisor outside the sandbox; then it applies the rlimits to
+// itself and becomes the command with execve, so that the command is the
+// process bubblewrap watches. It returns only on failure, after reporting
+// it on FDStatus.
+func Main() error {
+	runtime.LockOSThread()
+	_ = unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0)
+	// Not dumpable: the command (same uid) cannot read this process's
+	// memory or descriptors through /proc before it execs.
+	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	unix.CloseOnExec(FDStatus)
+	status := os.NewFile(FDStatus, "status")
+	report := func(s Status) {
+		b, _ := json.Marshal(s)
+		status.Write(append(b, '\n'))
+	}
+	fail := func(err error) error {
+		report(Status{Error: err.Error()})
+		return err
+	}
+
+	cfgFile := os.NewFile(FDConfig, "config")
+	var cfg Config
+	err := json.NewDecoder(cfgFile).Decode(&cfg)
+	cfgFile.Close()
+	if err != nil {
+		return fail(fmt.Errorf("sandbox init: reading the config: %w", err))
+	}
+	if len(cfg.Argv) == 0 {
+		return fail(errors.New("sandbox init: no command"))
+	}
+	env := cfg.Env
+	if cfg.Bridge {
+		port, err := handOutListener(FDBridge)
+		if err != nil {
+			return fail(fmt.Errorf("sandbox init: egress bridge: %w", err))
+		}
+		env = WithProxy(env, port)
+	}
+
+	var as *Rlimit
+	for i, rl := range cfg.Rlimits {
+		if rl.Resource == unix.RLIMIT_AS {
+			as = &cfg.Rlimits[i] // last: once it holds, this Go process may not grow
+			continue
+		}
+		if err := syscall.Setrlimit(rl.Resource, &syscall.Rlimit{Cur: rl.Value, Max: rl.Value}); err != nil {
+			return fail(fmt.Errorf("sandbox init: setrlimit %d: %w", rl.Resource, err))
+		}
+	}
+	report(Status{Seccomp: seccompField(), Exec: true})
+
+	if err := unix.Dup3(FDCommandStderr, 2, 0); err != nil {
+		return fail(fmt.Errorf("sandbox init: stderr: %w", err))
+	}
+	unix.Close(FDCommandStderr)
+	// Only stdin, stdout and stderr reach the command.
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		closeOnExecAbove(2)
+	}
+	if as != nil {
+		if err := syscall.Setrlimit(unix.RLIMIT_AS, &syscall.Rlimit{Cur: as.Value, Max: as.Value}); err != nil {
+			return fail(fmt.Errorf("sandbox init: setrlimit AS: %w", err))
+		}
+	}
+	argv0 := cfg.Argv[0]
+	err = syscall.Exec(argv0, cfg.Argv, env)
+	return fail(fmt.Errorf("exec %s: %w", argv0, err))
+}
+
+// seccompField reads the Seccomp line of /proc/self/status ("0" none,
+// "2" filtered).
+func seccompField() string {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return ""
+	}
+	for line := range bytes.Lines(b) {
+		if v, ok := bytes.CutPrefix(line, []byte("Seccomp:")); ok {
+			return string(bytes.TrimSpace(v))
+		}
+	}
+	return ""
+}
+
+// closeOnExecAbove marks every descriptor above n close-on-exec (for
+// kernels without close_range).
+func closeOnExecAbove(n int) {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > n {
+			unix.CloseOnExec(fd)
+		}
+	}
+}
+
+// WithProxy points every proxy variable at the bridge's port on loopback
+// and empties NO_PROXY, replacing whatever env said about them.
+func WithProxy(env []string, port int) []string {
+	drop := map[string]bool{"NO_PROXY": true, "no_proxy": true}
+	for _, v := range proxyVars {
+		drop[v] = true
+	}
+	out := make([]string, 0, len(env)+len(proxyVars)+2)
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if !drop[name] {
+			out = append(out, kv)
+		}
+	}
+	url := "http://127.0.0.1:" + strconv.Itoa(port)
+	for _, v := range proxyVars {
+		out = append(out, v+"="+url)
+	}
+	return append(out, "NO_PROXY=", "no_proxy=")
+}
+
+// handOutListener listens on the sandbox's loopback and sends the listening
+// socket over the socketpair end fd to the supervisor, outside the sandbox,
+// which accepts on it: no process inside ever needs an AF_UNIX socket. The
+// listener exists before the command starts, so a connection made at once
+// waits in the backlog. Plain system calls rather than package net, which
+// would bring its resolver and a larger binary to start.
+func handOutListener(fd int) (int, error) {
+	defer unix.Close(fd)
+	s, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer unix.Close(s)
+	if err := unix.Bind(s, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		return 0, err
+	}
+	// The kernel caps the backlog at the namespace's somaxconn.
+	if err := unix.Listen(s, 4096); err != nil {
+		return 0, err
+	}
+	sa, err := unix.Getsockname(s)
+	if err != nil {
+		return 0, err
+	}
+	in4, ok := sa.(*unix.SockaddrInet4)
+	if !ok {
+		return 0, errors.New("the listener has no IPv4 address")
+	}
+	if err := unix.Sendmsg(fd, []byte{'L'}, unix.UnixRights(s), nil, 0); err != nil {
+		return 0, fmt.Errorf("handing the listener out: %w", err)
+	}
+	return in4.Port, nil
+}

@@ -1,0 +1,43 @@
+package initproc
+
+import "errors"
+
+// Descriptors init inherits from the sandbox's supervisor (through
+// bubblewrap, which passes on what it does not consume).
+const (
+	FDConfig        = 3 // Config as JSON; read to EOF, then closed
+	FDStatus        = 4 // Status lines to the supervisor; close-on-exec
+	FDCommandStderr = 5 // the command's stderr; bubblewrap's own goes to the supervisor
+	FDBridge        = 6 // with a proxy: a socketpair end to hand the listener out
+)
+
+// Config is what the supervisor tells init.
+type Config struct {
+	Argv    []string `json:"argv"`
+	Env     []string `json:"env"`
+	Rlimits []Rlimit `json:"rlimits"`
+	// Bridge: listen on the sandbox's loopback and hand the listener out
+	// on FDBridge; the supervisor forwards its connections to the egress
+	// proxy.
+	Bridge bool `json:"bridge"`
+}
+
+// Rlimit is one resource bound init sets on itself before it becomes the
+// command (soft and hard alike).
+type Rlimit struct {
+	Resource int    `json:"resource"`
+	Value    uint64 `json:"value"`
+}
+
+// Status is one line init writes to the supervisor. Exec is the last line
+// before execve; an Error line after it means execve failed.
+type Status struct {
+	// Seccomp is the Seccomp field of init's /proc/self/status: "2" when
+	// bubblewrap installed the filter (on every process of the sandbox).
+	Seccomp string `json:"seccomp,omitempty"`
+	Exec    bool   `json:"exec,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+// ErrUnsupported is Main's answer where there is no sandbox (not Linux).
+var ErrUnsupported = errors.New("initproc: no sandbox on this platform")
