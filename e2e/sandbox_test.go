@@ -128,11 +128,24 @@ func attacks(t *testing.T, w *world) {
 	if !strings.Contains(r.stdout, "noroute") {
 		t.Errorf("bypassing the proxy reached something: %+v", r)
 	}
-	evs := w.events(t)
-	if len(evs) != before+1 {
-		t.Fatalf("%d events after one call", len(evs)-before)
+	// One execution event, then one DLP event per refused destination,
+	// each linked to it.
+	evs := w.events(t)[before:]
+	if len(evs) != 3 || evs[0]["type"] != "dev.mitrity.execution" {
+		t.Fatalf("want the execution and two unauthorized_destination events, got %d: %v", len(evs), evs)
 	}
-	last := evs[len(evs)-1]
+	last := evs[0]
+	targets := map[any]bool{}
+	for _, ev := range evs[1:] {
+		if ev["type"] != "dev.mitrity.dlp.unauthorized_destination" || field(ev, "data", "linked_event_id") != last["id"] ||
+			field(ev, "data", "decision", "reason") != "unauthorized_destination" {
+			t.Errorf("a DLP event linked to the execution: %v", ev)
+		}
+		targets[field(ev, "data", "destination", "target")] = true
+	}
+	if !targets["denied.invalid:443"] || !targets["169.254.169.254:80"] {
+		t.Errorf("refused destinations: %v", targets)
+	}
 	if d := field(last, "data", "execution", "egress", "denied"); d != float64(2) {
 		t.Errorf("egress denied %v, want 2: %v", d, field(last, "data", "execution", "egress"))
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -160,4 +161,20 @@ func TestValidateDestination(t *testing.T) {
 	withDest := *exec
 	withDest.Data.Destination = evs[0].Data.Destination
 	assert.Check(t, is.ErrorContains(withDest.Validate(), "carries data.destination"))
+}
+
+func TestRenderDestinationCard(t *testing.T) {
+	t.Parallel()
+	b := testBuilder()
+	rec := completedRecord()
+	exec := mustBuild(t, b, rec)
+	evs, err := b.DestinationDenials(exec, proxyDenials(), nil)
+	assert.NilError(t, err)
+	var buf bytes.Buffer
+	assert.NilError(t, RenderCard(&buf, evs[1]))
+	out := buf.String()
+	for _, want := range []string{"Refused destination", "169.254.169.254:80", "refused_address (metadata)", "GET", "Linked event"} {
+		assert.Check(t, is.Contains(out, want))
+	}
+	assert.Check(t, !strings.Contains(out, "Execution card"), out)
 }

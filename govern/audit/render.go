@@ -141,6 +141,21 @@ func RenderCard(w io.Writer, ev *Event) error {
 		}
 	}
 	p.blank()
+	if dst := d.Destination; dst != nil {
+		p.line("Refused destination (the execution's egress proxy)")
+		p.row("  Target", dst.Target)
+		why := dst.Reason
+		if dst.Category != "" {
+			why += " (" + dst.Category + ")"
+		}
+		p.row("  Reason", why)
+		if dst.Detail != "" {
+			p.row("  Detail", dst.Detail)
+		}
+		p.row("  Method", dst.Method)
+		p.row("  Times refused", strconv.Itoa(dst.Count))
+		return p.flush()
+	}
 	x := d.Execution
 	if x == nil {
 		p.line("Execution card: none. Nothing was attempted for this event.")

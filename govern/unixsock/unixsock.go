@@ -10,13 +10,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 	"time"
 )
 
@@ -45,40 +46,63 @@ type Server struct {
 var ErrInUse = errors.New("served by another process")
 
 // Listen creates the socket at path and serves h on it until Close. The
-// directory is created 0700 when missing (and handed to Owner); an
-// existing directory is never chowned: it must already be owned by the
-// socket's owner and writable by no one else, or Listen refuses (it will
-// not put a socket where others can replace it). A stale socket file is
-// removed; a live one is ErrInUse.
+// directory is created 0700 when missing. An existing one must be a real
+// directory owned by the socket's owner and writable by no one else, or
+// Listen refuses (it will not put a socket where others can replace it).
+// With Owner, directory and socket are handed to that user last. A stale
+// socket file is removed; a live one is ErrInUse.
+//
+// Everything happens through one descriptor of the verified directory
+// (the socket is bound at /proc/self/fd/N/name), and while the socket is
+// made the directory belongs to this process alone: an owner who swaps
+// the directory or the socket for a symlink in between gains nothing, and
+// no process-wide umask is touched.
 func Listen(path string, h http.Handler, o Options) (*Server, error) {
-	dir := filepath.Dir(path)
+	dir, base := filepath.Dir(path), filepath.Base(path)
 	ownerUID := os.Geteuid()
 	if o.Owner != nil {
 		ownerUID = o.Owner.UID
 	}
-	if err := prepareDir(dir, o.Owner, ownerUID); err != nil {
+	dfd, err := openDir(dir, ownerUID)
+	if err != nil {
 		return nil, err
 	}
-	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+	defer unix.Close(dfd)
+	if o.Owner != nil {
+		// Take the directory back while the socket is made.
+		if err := unix.Fchown(dfd, os.Geteuid(), os.Getegid()); err != nil {
+			return nil, fmt.Errorf("socket directory %s: %w", dir, err)
+		}
+	}
+	in := fmt.Sprintf("/proc/self/fd/%d/%s", dfd, base)
+	if c, err := net.DialTimeout("unix", in, time.Second); err == nil {
 		c.Close()
 		return nil, fmt.Errorf("socket %s: %w", path, ErrInUse)
 	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := unix.Unlinkat(dfd, base, 0); err != nil && !errors.Is(err, unix.ENOENT) {
 		return nil, fmt.Errorf("socket %s: %w", path, err)
 	}
-	// bind creates the socket with the umask applied: 0177 makes it 0600
-	// from the start. A chmod after bind would follow a symlink the
-	// directory's owner put in the socket's place.
-	umask := syscall.Umask(0o177)
-	ln, err := net.Listen("unix", path)
-	syscall.Umask(umask)
+	ln, err := net.Listen("unix", in)
 	if err != nil {
 		return nil, fmt.Errorf("socket: %w", err)
 	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false) // its name is the fd path
+	fail := func(err error) (*Server, error) {
+		ln.Close()
+		unix.Unlinkat(dfd, base, 0)
+		return nil, fmt.Errorf("socket %s: %w", path, err)
+	}
+	// Only this process can change the directory's entries now, so these
+	// reach the socket just bound.
+	if err := unix.Fchmodat(dfd, base, 0o600, 0); err != nil {
+		return fail(err)
+	}
 	if o.Owner != nil {
-		if err := os.Lchown(path, o.Owner.UID, o.Owner.GID); err != nil {
-			ln.Close()
-			return nil, fmt.Errorf("socket %s: %w", path, err)
+		if err := unix.Fchownat(dfd, base, o.Owner.UID, o.Owner.GID, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return fail(err)
+		}
+		if err := unix.Fchown(dfd, o.Owner.UID, o.Owner.GID); err != nil {
+			return fail(err)
 		}
 	}
 	allowed := append([]int{os.Geteuid(), 0}, o.UIDs...)
@@ -104,40 +128,46 @@ func Listen(path string, h http.Handler, o Options) (*Server, error) {
 	return s, nil
 }
 
-func prepareDir(dir string, owner *Owner, ownerUID int) error {
+// openDir opens the socket's directory, creating it 0700 when missing,
+// and checks what it opened: a directory (not a symlink to one) owned by
+// ownerUID (or by this process, when it made it) and writable by no one
+// else.
+func openDir(dir string, ownerUID int) (int, error) {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
-		return fmt.Errorf("socket directory: %w", err)
+		return -1, fmt.Errorf("socket directory: %w", err)
 	}
-	// Only a directory made here is handed to the owner: chowning one
-	// that exists would give away whatever it is (/run for /run/x.sock).
-	switch err := os.Mkdir(dir, 0o700); {
+	made := false
+	switch err := unix.Mkdir(dir, 0o700); {
 	case err == nil:
-		if err := os.Chmod(dir, 0o700); err != nil { // whatever the umask
-			return fmt.Errorf("socket directory: %w", err)
-		}
-		if owner != nil {
-			if err := os.Lchown(dir, owner.UID, owner.GID); err != nil {
-				return fmt.Errorf("socket directory %s: %w", dir, err)
-			}
-		}
-	case !errors.Is(err, fs.ErrExist):
-		return fmt.Errorf("socket directory: %w", err)
+		made = true
+	case !errors.Is(err, unix.EEXIST):
+		return -1, fmt.Errorf("socket directory %s: %w", dir, err)
 	}
-	fi, err := os.Lstat(dir)
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return fmt.Errorf("socket directory: %w", err)
+		return -1, fmt.Errorf("socket directory %s: not a directory (or a symlink to one): %w", dir, err)
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
+	if made {
+		if err := unix.Fchmod(fd, 0o700); err != nil { // whatever the umask
+			unix.Close(fd)
+			return -1, fmt.Errorf("socket directory %s: %w", dir, err)
+		}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("socket directory %s: %w", dir, err)
+	}
 	switch {
-	case !fi.IsDir():
-		return fmt.Errorf("socket directory %s: not a directory", dir)
-	case !ok || int(st.Uid) != ownerUID:
-		return fmt.Errorf("socket directory %s: not owned by uid %d", dir, ownerUID)
-	case fi.Mode().Perm()&0o022 != 0:
+	case int(st.Uid) != ownerUID && !(made && int(st.Uid) == os.Geteuid()):
+		unix.Close(fd)
+		return -1, fmt.Errorf("socket directory %s: not owned by uid %d", dir, ownerUID)
+	case st.Mode&0o022 != 0:
 		// Others could replace the socket with their own.
-		return fmt.Errorf("socket directory %s: writable by group or others (mode %o)", dir, fi.Mode().Perm())
+		unix.Close(fd)
+		return -1, fmt.Errorf("socket directory %s: writable by group or others (mode %o)", dir, st.Mode&0o777)
 	}
-	return nil
+	return fd, nil
 }
 
 // Path is the socket's path.
