@@ -17,6 +17,34 @@ const (
 	entryAddr                    // "10.1.2.3", "[2001:db8::1]:443": that literal only
 )
 
+// EntryKind is what an allowlist entry matches, for other readers of the
+// syntax (a sandbox settings file narrowing an allowlist).
+type EntryKind = entryKind
+
+// The kinds of entry.
+const (
+	EntryAny    = entryAny
+	EntrySuffix = entrySuffix
+	EntryExact  = entryExact
+	EntryAddr   = entryAddr
+)
+
+// Entry is one parsed allowlist entry: Name is canonical (the base name of
+// a suffix), Port 0 means "the allowed ports".
+type Entry struct {
+	Kind EntryKind
+	Name string
+	Addr netip.Addr
+	Port uint16
+}
+
+// ParseEntry parses one allowlist entry: host, *.domain, *, an IP literal
+// (IPv6 bare or in brackets), with an optional :port.
+func ParseEntry(raw string) (Entry, error) {
+	e, err := parseEntry(raw)
+	return Entry{Kind: e.kind, Name: e.name, Addr: e.addr, Port: e.port}, err
+}
+
 // entry is one parsed allowlist entry. port 0 means "the allowed ports".
 type entry struct {
 	raw  string

@@ -1,7 +1,6 @@
 package settings
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -11,14 +10,15 @@ import (
 	"github.com/mitrity/mitrity/govern/egress"
 )
 
-// kind is what a destination pattern's host part matches.
-type kind uint8
+// kind is what a destination pattern's host part matches: the allowlist's
+// own kinds (one parser for the syntax, govern/egress's).
+type kind = egress.EntryKind
 
 const (
-	kindAny    kind = iota // "*": every name (an allowlist's "*" never an IP literal)
-	kindSuffix             // "*.example.com": example.com and its subdomains
-	kindExact              // "example.com"
-	kindAddr               // an IP literal
+	kindAny    = egress.EntryAny    // "*": every name (an allowlist's "*" never an IP literal)
+	kindSuffix = egress.EntrySuffix // "*.example.com": example.com and its subdomains
+	kindExact  = egress.EntryExact  // "example.com"
+	kindAddr   = egress.EntryAddr   // an IP literal
 )
 
 // pattern is one destination entry: a host part and a port (0: none
@@ -37,80 +37,18 @@ type pattern struct {
 // allowlist also takes a bare IPv6 literal (bareV6); sandbox-runtime
 // refuses one as ambiguous.
 func parsePattern(raw string, bareV6 bool) (pattern, error) {
-	var p pattern
 	s := strings.TrimSpace(raw)
-	if s == "" {
-		return p, errors.New("empty entry")
+	if !bareV6 && !strings.HasPrefix(s, "[") && strings.Count(s, ":") > 1 {
+		return pattern{}, fmt.Errorf("%q: an IPv6 literal goes in brackets ([2001:db8::1], [2001:db8::1]:443)", raw)
 	}
-	if strings.Contains(s, "://") || strings.ContainsAny(s, "/?#@ ") {
-		return p, fmt.Errorf("%q: want host, *.domain or IP, with an optional :port, not a URL", raw)
-	}
-	host := s
-	switch {
-	case strings.HasPrefix(s, "["):
-		end := strings.IndexByte(s, ']')
-		if end < 0 {
-			return p, fmt.Errorf("%q: unclosed [", raw)
-		}
-		host = s[1:end]
-		if rest := s[end+1:]; rest != "" {
-			ps, ok := strings.CutPrefix(rest, ":")
-			if !ok {
-				return p, fmt.Errorf("%q: want [IPv6]:port", raw)
-			}
-			port, err := parsePort(ps)
-			if err != nil {
-				return p, fmt.Errorf("%q: %v", raw, err)
-			}
-			p.port = port
-		}
-		a, err := netip.ParseAddr(host)
-		if err != nil || !a.Is6() || a.Zone() != "" {
-			return p, fmt.Errorf("%q: only an IPv6 literal (without zone) goes in brackets", raw)
-		}
-		p.kind, p.addr = kindAddr, a
-		return p, nil
-	case strings.Count(s, ":") == 1:
-		h, ps, _ := strings.Cut(s, ":")
-		port, err := parsePort(ps)
-		if err != nil {
-			return p, fmt.Errorf("%q: %v", raw, err)
-		}
-		host, p.port = h, port
-	case strings.Count(s, ":") > 1:
-		if a, err := netip.ParseAddr(s); bareV6 && err == nil && a.Zone() == "" {
-			p.kind, p.addr = kindAddr, a
-			return p, nil
-		}
-		return p, fmt.Errorf("%q: an IPv6 literal goes in brackets ([2001:db8::1], [2001:db8::1]:443)", raw)
-	}
-	switch {
-	case host == "*":
-		p.kind = kindAny
-		return p, nil
-	case strings.HasPrefix(host, "*."):
-		h, err := egress.CanonicalHost(host[2:])
-		if err != nil {
-			return p, fmt.Errorf("%q: %v", raw, err)
-		}
-		if h.IsAddr() {
-			return p, fmt.Errorf("%q: a wildcard applies to names, not IP addresses", raw)
-		}
-		p.kind, p.name = kindSuffix, h.Name
-		return p, nil
-	case strings.Contains(host, "*"):
-		return p, fmt.Errorf("%q: a wildcard is only \"*\" or a leading \"*.\"", raw)
-	}
-	h, err := egress.CanonicalHost(host)
+	e, err := egress.ParseEntry(raw)
 	if err != nil {
-		return p, fmt.Errorf("%q: %v", raw, err)
+		return pattern{}, err
 	}
-	if h.IsAddr() {
-		p.kind, p.addr = kindAddr, h.Addr
-		return p, nil
+	if e.Kind == kindAddr && e.Addr.Zone() != "" {
+		return pattern{}, fmt.Errorf("%q: an IP literal without a zone", raw)
 	}
-	p.kind, p.name = kindExact, h.Name
-	return p, nil
+	return pattern{kind: e.Kind, name: e.Name, addr: e.Addr, port: e.Port}, nil
 }
 
 // parseSettingsPattern adds sandbox-runtime's own limits: no bare "*" in
@@ -128,14 +66,6 @@ func parseSettingsPattern(raw string, deny bool) (pattern, error) {
 		return p, fmt.Errorf("%q: a wildcard over a top-level domain is too broad", raw)
 	}
 	return p, nil
-}
-
-func parsePort(s string) (uint16, error) {
-	n, err := strconv.ParseUint(s, 10, 16)
-	if err != nil || n == 0 || s[0] == '0' {
-		return 0, fmt.Errorf("invalid port %q", s)
-	}
-	return uint16(n), nil
 }
 
 func (p pattern) String() string {
