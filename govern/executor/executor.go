@@ -66,9 +66,10 @@ type Result struct {
 	ProtectedCreated []string
 	// Egress is the report of the run's mitrity-egressproxy: the counts and
 	// the first 16 distinct refused destinations, each with its reason
-	// (Egress.Denials, one DLP unauthorized_destination event each). nil
-	// when the run had no proxy (an empty allowlist, mode none, nothing
-	// started) or the proxy gave no report (EgressError says why).
+	// (Egress.Denials, one DLP unauthorized_destination event each), in
+	// mode none as in the sandbox. nil when the run had no proxy (an empty
+	// allowlist, nothing started) or the proxy gave no report (EgressError
+	// says why).
 	Egress *egress.Report
 	// EgressError says why a run that had a proxy has no report: the proxy
 	// died or hung. Connections were then refused, never let through.
@@ -86,6 +87,9 @@ type Executor struct {
 	proxySet      bool
 	proxyLog      io.Writer
 	proxyLogLevel string
+	// egress is the host's proxy settings (WithEgressSettings); nil: the
+	// sandbox's, or the defaults.
+	egress *egress.Config
 }
 
 // Sandbox is how the executor reaches the bubblewrap backend.
@@ -136,9 +140,10 @@ func New(maxConcurrent int, opts ...Option) *Executor {
 // caller redacts before anything reaches the agent. Cancelling ctx kills
 // the command (status killed).
 //
-// Only SandboxNone is run here; the kernel backends are separate. Any other
-// mode is refused with spawn_error rather than run without its isolation.
-func (e *Executor) Run(ctx context.Context, p *plan.Plan, mode govern.SandboxMode, creds map[string]string, stdout, stderr io.Writer) Result {
+// SandboxNone runs here, the bubblewrap modes through govern/sandbox when
+// the executor has a sandbox (WithSandbox). Any other mode is refused with
+// spawn_error rather than run without its isolation.
+func (e *Executor) Run(ctx context.Context, p *plan.Plan, mode govern.SandboxMode, creds map[string]string, stdout, stderr io.Writer) (res Result) {
 	r := Result{SandboxMode: mode}
 	select {
 	case e.sem <- struct{}{}:
@@ -170,6 +175,27 @@ func (e *Executor) Run(ctx context.Context, p *plan.Plan, mode govern.SandboxMod
 	}
 	defer cleanup()
 	r.CredentialsInjected = injected
+
+	// Without a kernel sandbox nothing stops a process from ignoring the
+	// proxy variables, but they are set all the same and the proxy
+	// enforces the allowlist for whatever goes through it: the same
+	// per-run proxy as a sandboxed run, reached through a bridge on the
+	// host's loopback. An empty allowlist: no proxy, no variables.
+	if allow := p.Egress(); len(allow) > 0 {
+		proxy, pctx, finish, err := e.superviseProxy(ctx, allow)
+		if err != nil {
+			r.Status, r.Reason, r.Message = govern.StatusFailedToStart, govern.ReasonSpawnError, "egress proxy: "+err.Error()
+			return r
+		}
+		defer func() { finish(&res) }() // after the return value is set
+		port, stopBridge, err := serveHostBridge(proxy.socket)
+		if err != nil {
+			r.Status, r.Reason, r.Message = govern.StatusFailedToStart, govern.ReasonSpawnError, "egress bridge: "+err.Error()
+			return r
+		}
+		defer stopBridge() // before the proxy stops
+		ctx, env = pctx, proxyEnv(env, port)
+	}
 	return e.start(ctx, p, env, r, stdout, stderr)
 }
 

@@ -3,6 +3,7 @@ package executor
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mitrity/mitrity/govern"
 	"github.com/mitrity/mitrity/govern/egress"
 )
 
@@ -53,10 +55,30 @@ func FindEgressProxy() string {
 
 // WithEgressProxy names the mitrity-egressproxy binary. Without this option
 // New looks it up with FindEgressProxy. An empty path means there is none:
-// a sandboxed plan with a non-empty allowlist then fails to start
-// (spawn_error) rather than run without its proxy.
+// a plan with a non-empty allowlist then fails to start (spawn_error),
+// sandboxed or in mode none, rather than run without its proxy.
 func WithEgressProxy(path string) Option {
 	return func(e *Executor) { e.proxyPath, e.proxySet = path, true }
+}
+
+// WithEgressSettings sets the host's exec.egress settings (allowed ports,
+// denied and allowed private CIDRs) that every run's proxy starts from,
+// sandboxed or in mode none; each plan supplies its allowlist. Without it
+// a sandboxed run takes Sandbox.Egress, and a run in mode none the
+// defaults: ports 443 and 80, no CIDR denied or opened.
+func WithEgressSettings(cfg egress.Config) Option {
+	return func(e *Executor) { e.egress = &cfg }
+}
+
+// egressSettings are the host's settings a run's proxy starts from.
+func (e *Executor) egressSettings() egress.Config {
+	switch {
+	case e.egress != nil:
+		return *e.egress
+	case e.sandbox != nil:
+		return e.sandbox.Egress
+	}
+	return egress.Config{}
 }
 
 // WithEgressProxyLog sends the proxy's log lines (one egress.decision line
@@ -97,7 +119,7 @@ type proxyProc struct {
 
 // prepareProxy makes the socket of one execution's proxy: listening, in a
 // private directory, before the sandbox looks for it. The process is not
-// started yet: watch starts it when the sandbox makes its first connection,
+// started yet: watch starts it when the run makes its first connection,
 // which waits in the backlog meanwhile. A command that never connects
 // (most do not) costs no proxy at all, and one that does pays the proxy's
 // start-up once the sandbox is up rather than beside bubblewrap's. What can
@@ -106,7 +128,7 @@ func (e *Executor) prepareProxy(allow []string) (*proxyProc, error) {
 	if e.proxyPath == "" {
 		return nil, errors.New(EgressProxyName + " was not found next to the gateway or in PATH; a plan with an egress allowlist needs it")
 	}
-	cfg := e.sandbox.Egress
+	cfg := e.egressSettings()
 	cfg.Allow = allow
 	// A bad allowlist is this run's clear error, not a proxy that exits.
 	if err := cfg.Validate(); err != nil {
@@ -149,6 +171,48 @@ func (e *Executor) prepareProxy(allow []string) (*proxyProc, error) {
 		return nil, err
 	}
 	return px, nil
+}
+
+// superviseProxy prepares the proxy of a run whose allowlist is allow and
+// watches it. The proxy starts at the run's first connection; if it dies
+// (or cannot start) before the run ends, the returned context is cancelled:
+// the run's connections are refused either way, and a command that
+// expected a network should not carry on without it. finish, given the
+// run's result once the command has ended, stops the proxy and records its
+// report there, or why there is none.
+func (e *Executor) superviseProxy(ctx context.Context, allow []string) (px *proxyProc, runCtx context.Context, finish func(*Result), err error) {
+	if px, err = e.prepareProxy(allow); err != nil {
+		return nil, ctx, nil, err
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	stopped := make(chan struct{})
+	go px.watch(func() {
+		select {
+		case <-stopped:
+		default:
+			cancel()
+		}
+	})
+	finish = func(res *Result) {
+		defer cancel()
+		died := isClosed(px.exited)
+		close(stopped)
+		rep, err := px.stop()
+		res.Egress = rep
+		if err != nil {
+			res.EgressError = err.Error()
+		}
+		if !died {
+			return
+		}
+		// The proxy ended (or could not start) before it was stopped:
+		// whatever it counted is lost, and the run was ended for it.
+		res.Egress, res.EgressError = nil, px.failure()
+		if res.Status == govern.StatusKilled {
+			res.Message = "ended because its egress proxy failed: " + res.EgressError
+		}
+	}
+	return px, runCtx, finish, nil
 }
 
 // proxyDirPrefix starts the name of every run's socket directory, which
@@ -229,7 +293,7 @@ func (px *proxyProc) watch(died func()) {
 	px.mu.Unlock()
 	if err != nil {
 		px.ln.Close()
-		px.startErr = fmt.Errorf("waiting for the sandbox's first connection: %w", err)
+		px.startErr = fmt.Errorf("waiting for the run's first connection: %w", err)
 		px.noProcess()
 		died()
 		return

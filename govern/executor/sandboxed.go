@@ -53,48 +53,15 @@ func (e *Executor) runSandboxed(ctx context.Context, p *plan.Plan, creds map[str
 	// The run's only way out: mitrity-egressproxy on a private Unix socket,
 	// reached through the sandbox's loopback bridge. An empty allowlist is
 	// no network at all: no proxy, no bridge.
-	var proxy *proxyProc
 	if allow := p.Egress(); len(allow) > 0 {
-		var err error
-		if proxy, err = e.prepareProxy(allow); err != nil {
+		proxy, pctx, finish, err := e.superviseProxy(ctx, allow)
+		if err != nil {
 			r.Status, r.Reason, r.Message = govern.StatusFailedToStart, govern.ReasonSpawnError, "egress proxy: "+err.Error()
 			return r
 		}
+		ctx = pctx
+		defer func() { finish(&res) }() // after the return value is set
 		spec.ProxySocket = proxy.socket
-		// The proxy starts at the sandbox's first connection. If it dies
-		// the run is ended: its connections are refused either way, and a
-		// command that expected a network should not carry on without it.
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithCancel(ctx)
-		defer cancel()
-		stopped := make(chan struct{})
-		go proxy.watch(func() {
-			select {
-			case <-stopped:
-			default:
-				cancel()
-			}
-		})
-		defer func() {
-			// After the return value is set: the report is final once the
-			// proxy has stopped.
-			died := isClosed(proxy.exited)
-			close(stopped)
-			rep, err := proxy.stop()
-			res.Egress = rep
-			if err != nil {
-				res.EgressError = err.Error()
-			}
-			if !died {
-				return
-			}
-			// The proxy ended (or could not start) before it was stopped:
-			// whatever it counted is lost, and the run was ended for it.
-			res.Egress, res.EgressError = nil, proxy.failure()
-			if res.Status == govern.StatusKilled {
-				res.Message = "ended because its egress proxy failed: " + res.EgressError
-			}
-		}()
 	}
 
 	st, err := newStreams()

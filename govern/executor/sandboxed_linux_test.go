@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -71,9 +72,31 @@ func sandboxed(t testing.TB, eg egress.Config, opts ...Option) *Executor {
 
 func runSandboxed(t testing.TB, e *Executor, p *plan.Plan) (Result, string, string) {
 	t.Helper()
+	return runIn(t, e, p, govern.SandboxBubblewrap)
+}
+
+func runIn(t testing.TB, e *Executor, p *plan.Plan, mode govern.SandboxMode) (Result, string, string) {
+	t.Helper()
 	var out, errb bytes.Buffer
-	r := e.Run(context.Background(), p, govern.SandboxBubblewrap, nil, &out, &errb)
+	r := e.Run(context.Background(), p, mode, nil, &out, &errb)
 	return r, out.String(), errb.String()
+}
+
+// proxiedModes are the modes in which a plan with an allowlist has its
+// proxy: inside the sandbox, and in mode none through a bridge on the
+// host's loopback.
+var proxiedModes = []govern.SandboxMode{govern.SandboxBubblewrap, govern.SandboxNone}
+
+// executorFor runs mode: sandboxed (sandboxed) for bubblewrap; for mode
+// none an executor with no sandbox at all, as on a host without a backend,
+// with eg as the host's egress settings. Both run the real proxy binary.
+func executorFor(t testing.TB, mode govern.SandboxMode, eg egress.Config, opts ...Option) *Executor {
+	t.Helper()
+	if mode != govern.SandboxNone {
+		requireSandbox(t)
+		return sandboxed(t, eg, opts...)
+	}
+	return New(4, append([]Option{WithEgressSettings(eg), WithEgressProxy(egressProxyBin(t)), WithKillGrace(time.Second)}, opts...)...)
 }
 
 // proxyChildren lists the running mitrity-egressproxy processes whose
@@ -111,64 +134,87 @@ func egressDirs(t testing.TB) []string {
 	return m
 }
 
-// Refusals through the real proxy from inside a real sandbox: each comes
-// back in the report with its reason, method and count, the proxy process
-// is gone afterwards, and its socket directory removed. Every destination
-// is refused before any lookup, so nothing leaves the host.
+// Refusals through the real proxy, from inside a real sandbox and from a
+// run in mode none: each comes back in the report with its reason, method
+// and count; every proxy variable points at the bridge and NO_PROXY is
+// empty; the proxy process is gone afterwards and its socket directory
+// removed; in mode none the bridge's port on the host is closed. Every
+// destination is refused before any lookup, so nothing leaves the host.
 //
 // Not parallel: it counts the proxy processes of this test binary.
 func TestSandboxedEgressDenials(t *testing.T) {
-	requireSandbox(t)
-	e := sandboxed(t, egress.Config{})
-	p := newPlan(t, func(s *spec) {
-		s.Egress = []string{"*.allowed.invalid", "localhost"}
-		s.Command = `printf '%s|%s\n' "$HTTPS_PROXY" "$NO_PROXY"
+	for _, mode := range proxiedModes {
+		t.Run(mode.String(), func(t *testing.T) {
+			e := executorFor(t, mode, egress.Config{})
+			cmd := `printf '%s|' "$HTTP_PROXY" "$HTTPS_PROXY" "$ALL_PROXY" "$http_proxy" "$https_proxy" "$all_proxy" "${NO_PROXY-unset}" "${no_proxy-unset}"; echo
 curl -s -o /dev/null -w '%{http_code}\n' https://denied.invalid/
 curl -s -o /dev/null -w '%{http_code}\n' https://denied.invalid/again
 curl -s -o /dev/null -w '%{http_code}\n' http://169.254.169.254/latest/meta-data/
-curl -s -o /dev/null -w '%{http_code}\n' http://localhost:8080/
-curl -s --max-time 2 --noproxy '*' http://127.0.0.1:9/ || echo noroute`
-	})
-	r, out, errs := runSandboxed(t, e, p)
-	assert.Equal(t, r.Status, govern.StatusCompleted, "%s %s", r.Message, errs)
-	assert.Equal(t, r.SandboxMode, govern.SandboxBubblewrap)
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	assert.Equal(t, len(lines), 6, out)
-	assert.Check(t, strings.HasPrefix(lines[0], "http://127.0.0.1:") && strings.HasSuffix(lines[0], "|"), lines[0])
-	// curl reports the CONNECT refusal as 000 with the proxy's 403 behind it.
-	assert.Check(t, is.DeepEqual(lines[1:], []string{"000", "000", "403", "403", "noroute"}))
+curl -s -o /dev/null -w '%{http_code}\n' http://localhost:8080/`
+			// curl reports the CONNECT refusal as 000 with the proxy's 403
+			// behind it.
+			want := []string{"000", "000", "403", "403"}
+			if mode != govern.SandboxNone {
+				// Only the sandbox has no route around the proxy.
+				cmd += "\ncurl -s --max-time 2 --noproxy '*' http://127.0.0.1:9/ || echo noroute"
+				want = append(want, "noroute")
+			}
+			p := newPlan(t, func(s *spec) {
+				s.Egress = []string{"*.allowed.invalid", "localhost"}
+				s.Command = cmd
+			})
+			r, out, errs := runIn(t, e, p, mode)
+			assert.Equal(t, r.Status, govern.StatusCompleted, "%s %s", r.Message, errs)
+			assert.Equal(t, r.SandboxMode, mode)
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			assert.Equal(t, len(lines), 1+len(want), out)
+			vars := strings.Split(lines[0], "|")
+			url := vars[0]
+			assert.Check(t, strings.HasPrefix(url, "http://127.0.0.1:"), lines[0])
+			assert.Check(t, is.DeepEqual(vars, []string{url, url, url, url, url, url, "", "", ""}))
+			assert.Check(t, is.DeepEqual(lines[1:], want))
 
-	assert.Equal(t, r.EgressError, "")
-	assert.Assert(t, r.Egress != nil)
-	rep := *r.Egress
-	assert.Equal(t, rep.Allowed, 0)
-	assert.Equal(t, rep.Denied, 4)
-	assert.DeepEqual(t, rep.DeniedHosts, []string{"denied.invalid:443", "169.254.169.254:80", "localhost:8080"})
-	assert.Equal(t, len(rep.Denials), 3)
-	want := []struct {
-		target, method string
-		reason         egress.Reason
-		count          int
-	}{
-		{"denied.invalid:443", "CONNECT", egress.ReasonNotAllowlisted, 2},
-		{"169.254.169.254:80", "GET", egress.ReasonNotAllowlisted, 1},
-		{"localhost:8080", "GET", egress.ReasonRefusedName, 1},
+			assert.Equal(t, r.EgressError, "")
+			assert.Assert(t, r.Egress != nil)
+			rep := *r.Egress
+			assert.Equal(t, rep.Allowed, 0)
+			assert.Equal(t, rep.Denied, 4)
+			assert.DeepEqual(t, rep.DeniedHosts, []string{"denied.invalid:443", "169.254.169.254:80", "localhost:8080"})
+			assert.Equal(t, len(rep.Denials), 3)
+			wantDenials := []struct {
+				target, method string
+				reason         egress.Reason
+				count          int
+			}{
+				{"denied.invalid:443", "CONNECT", egress.ReasonNotAllowlisted, 2},
+				{"169.254.169.254:80", "GET", egress.ReasonNotAllowlisted, 1},
+				{"localhost:8080", "GET", egress.ReasonRefusedName, 1},
+			}
+			for i, w := range wantDenials {
+				d := rep.Denials[i]
+				assert.Check(t, is.Equal(d.Target, w.target))
+				assert.Check(t, is.Equal(d.Method, w.method))
+				assert.Check(t, is.Equal(d.Reason, w.reason))
+				assert.Check(t, is.Equal(d.Count, w.count))
+				assert.Check(t, !d.First.IsZero() && time.Since(d.First) < time.Minute, "first refusal at %v", d.First)
+			}
+			// The report is in when Run returns; the process is gone right after.
+			deadline := time.Now().Add(5 * time.Second)
+			for len(proxyChildren(os.Getpid())) > 0 && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			assert.Check(t, is.Len(proxyChildren(os.Getpid()), 0), "a proxy outlived its run")
+			assert.Check(t, is.Len(egressDirs(t), 0), "socket directory left behind")
+			if mode == govern.SandboxNone {
+				// The bridge listened on the host's loopback: closed with the run.
+				c, err := net.DialTimeout("tcp", strings.TrimPrefix(url, "http://"), 2*time.Second)
+				if err == nil {
+					c.Close()
+				}
+				assert.Check(t, err != nil, "the bridge's port %s is still open after the run", url)
+			}
+		})
 	}
-	for i, w := range want {
-		d := rep.Denials[i]
-		assert.Check(t, is.Equal(d.Target, w.target))
-		assert.Check(t, is.Equal(d.Method, w.method))
-		assert.Check(t, is.Equal(d.Reason, w.reason))
-		assert.Check(t, is.Equal(d.Count, w.count))
-		assert.Check(t, !d.First.IsZero() && time.Since(d.First) < time.Minute, "first refusal at %v", d.First)
-	}
-	// The report is in when Run returns; the process is gone right after.
-	deadline := time.Now().Add(5 * time.Second)
-	for len(proxyChildren(os.Getpid())) > 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	assert.Check(t, is.Len(proxyChildren(os.Getpid()), 0), "a proxy outlived its run")
-	assert.Check(t, is.Len(egressDirs(t), 0), "socket directory left behind")
 }
 
 // An empty allowlist is no egress at all: no proxy is started (none is
@@ -185,10 +231,42 @@ func TestSandboxedEmptyAllowlistHasNoProxy(t *testing.T) {
 	assert.Equal(t, out, "unset\nnonet\n")
 	assert.Check(t, r.Egress == nil)
 	assert.Equal(t, r.EgressError, "")
+
+	// Mode none: no proxy and no variables either (the command has the
+	// host's network, which this test does not touch).
+	p = newPlan(t, func(s *spec) { s.Command = `echo "${HTTP_PROXY-unset}${https_proxy-unset}${NO_PROXY-unset}"` })
+	r, out, errs = runIn(t, New(1, WithEgressProxy("")), p, govern.SandboxNone)
+	assert.Equal(t, r.Status, govern.StatusCompleted, "%s %s", r.Message, errs)
+	assert.Equal(t, out, "unsetunsetunset\n")
+	assert.Check(t, r.Egress == nil)
+	assert.Equal(t, r.EgressError, "")
+}
+
+// The host's settings a run's proxy starts from: WithEgressSettings when
+// given, else the sandbox's, else the defaults. A gateway with no backend
+// has no sandbox at all, and its runs in mode none still get their proxy.
+func TestEgressSettings(t *testing.T) {
+	t.Parallel()
+	mine := egress.Config{AllowedPorts: []uint16{8443}}
+	theSandbox := egress.Config{AllowedPorts: []uint16{443}}
+	assert.Check(t, is.DeepEqual(New(1).egressSettings(), egress.Config{}))
+	assert.Check(t, is.DeepEqual(New(1, WithSandbox(Sandbox{Egress: theSandbox})).egressSettings(), theSandbox))
+	assert.Check(t, is.DeepEqual(New(1, WithSandbox(Sandbox{Egress: theSandbox}), WithEgressSettings(mine)).egressSettings(), mine))
+
+	p := newPlan(t, func(s *spec) {
+		s.Egress = []string{"example.com"}
+		s.Command = `curl -s -o /dev/null -w '%{http_code}' http://example.com:8443/`
+	})
+	r, out, errs := runIn(t, New(1, WithEgressProxy(egressProxyBin(t))), p, govern.SandboxNone)
+	assert.Equal(t, r.Status, govern.StatusCompleted, "%s %s", r.Message, errs)
+	assert.Equal(t, out, "403")
+	assert.Assert(t, r.Egress != nil, r.EgressError)
+	assert.Check(t, is.DeepEqual(r.Egress.DeniedHosts, []string{"example.com:8443"}))
+	assert.Check(t, is.Equal(r.Egress.Denials[0].Reason, egress.ReasonNotAllowlisted))
 }
 
 // No proxy binary, or one that cannot be started: a plan with an allowlist
-// fails to start, saying why, and nothing runs.
+// fails to start, saying why, and nothing runs, sandboxed or not.
 func TestSandboxedProxyMissing(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -200,16 +278,18 @@ func TestSandboxedProxyMissing(t *testing.T) {
 		{"/nonexistent/mitrity-egressproxy", "starting /nonexistent/mitrity-egressproxy"},
 		{notExec, "permission denied"},
 	} {
-		e := New(1, WithSandbox(Sandbox{Helper: "/nonexistent/helper"}), WithEgressProxy(tc.path))
-		p := newPlan(t, func(s *spec) {
-			s.Cwd, s.WorkspaceRoots = dir, []string{dir}
-			s.Egress = []string{"example.com"}
-			s.Command = "touch " + marker
-		})
-		r := e.Run(context.Background(), p, govern.SandboxBubblewrap, nil, nil, nil)
-		assert.Check(t, is.Equal(r.Status, govern.StatusFailedToStart), tc.path)
-		assert.Check(t, is.Equal(r.Reason, govern.ReasonSpawnError), tc.path)
-		assert.Check(t, is.Contains(r.Message, tc.want), tc.path)
+		for _, mode := range proxiedModes {
+			e := New(1, WithSandbox(Sandbox{Helper: "/nonexistent/helper"}), WithEgressProxy(tc.path))
+			p := newPlan(t, func(s *spec) {
+				s.Cwd, s.WorkspaceRoots = dir, []string{dir}
+				s.Egress = []string{"example.com"}
+				s.Command = "touch " + marker
+			})
+			r := e.Run(context.Background(), p, mode, nil, nil, nil)
+			assert.Check(t, is.Equal(r.Status, govern.StatusFailedToStart), "%s %s", mode, tc.path)
+			assert.Check(t, is.Equal(r.Reason, govern.ReasonSpawnError), "%s %s", mode, tc.path)
+			assert.Check(t, is.Contains(r.Message, tc.want), "%s %s", mode, tc.path)
+		}
 	}
 	_, err := os.Stat(marker)
 	assert.Check(t, os.IsNotExist(err), "the command ran without its proxy")
@@ -221,53 +301,64 @@ func TestSandboxedInvalidAllowlist(t *testing.T) {
 	t.Parallel()
 	e := New(1, WithSandbox(Sandbox{Helper: "/nonexistent/helper"}), WithEgressProxy("/nonexistent/proxy"))
 	p := newPlan(t, func(s *spec) { s.Egress = []string{"example.com", "https://example.org/x"} })
-	r := e.Run(context.Background(), p, govern.SandboxBubblewrap, nil, nil, nil)
-	assert.Equal(t, r.Status, govern.StatusFailedToStart)
-	assert.Equal(t, r.Reason, govern.ReasonSpawnError)
-	assert.Check(t, is.Contains(r.Message, "allow[1]"))
+	for _, mode := range proxiedModes {
+		r := e.Run(context.Background(), p, mode, nil, nil, nil)
+		assert.Check(t, is.Equal(r.Status, govern.StatusFailedToStart), mode)
+		assert.Check(t, is.Equal(r.Reason, govern.ReasonSpawnError), mode)
+		assert.Check(t, is.Contains(r.Message, "allow[1]"), mode)
+	}
+}
+
+// withFakeProxy runs command, with example.com allowed, in every proxied
+// mode, with script as the proxy, and hands each run to check.
+func withFakeProxy(t *testing.T, script, command string, check func(t *testing.T, d time.Duration, r Result, out, errs string)) {
+	t.Helper()
+	fake := filepath.Join(t.TempDir(), "fake-proxy")
+	assert.NilError(t, os.WriteFile(fake, []byte(script), 0o755))
+	for _, mode := range proxiedModes {
+		t.Run(mode.String(), func(t *testing.T) {
+			t.Parallel()
+			e := executorFor(t, mode, egress.Config{}, WithEgressProxy(fake))
+			p := newPlan(t, func(s *spec) {
+				s.Egress = []string{"example.com"}
+				s.Command = command
+			})
+			start := time.Now()
+			r, out, errs := runIn(t, e, p, mode)
+			check(t, time.Since(start), r, out, errs)
+		})
+	}
 }
 
 // A proxy that exits as soon as it starts ends the run, with what the
 // proxy said: the command, which had just made its first connection and
 // would then sleep, is killed rather than left without its way out.
 func TestSandboxedProxyDies(t *testing.T) {
-	requireSandbox(t)
 	t.Parallel()
-	fake := filepath.Join(t.TempDir(), "broken-proxy")
-	assert.NilError(t, os.WriteFile(fake, []byte("#!/bin/sh\necho 'cannot serve: disk on fire' >&2\nexit 3\n"), 0o755))
-	e := sandboxed(t, egress.Config{}, WithEgressProxy(fake))
-	p := newPlan(t, func(s *spec) {
-		s.Egress = []string{"example.com"}
-		s.Command = "echo started; curl -s -o /dev/null --max-time 5 http://example.com/; sleep 20; echo finished"
-	})
-	start := time.Now()
-	r, out, _ := runSandboxed(t, e, p)
-	assert.Check(t, time.Since(start) < 10*time.Second, "the run went on without its proxy")
-	assert.Equal(t, out, "started\n")
-	assert.Equal(t, r.Status, govern.StatusKilled, r.Message)
-	assert.Check(t, is.Contains(r.Message, "ended because its egress proxy failed"))
-	assert.Check(t, is.Contains(r.Message, "cannot serve: disk on fire"))
-	assert.Check(t, r.Egress == nil)
-	assert.Check(t, is.Contains(r.EgressError, "exit status 3"))
+	withFakeProxy(t, "#!/bin/sh\necho 'cannot serve: disk on fire' >&2\nexit 3\n",
+		"echo started; curl -s -o /dev/null --max-time 5 http://example.com/; sleep 20; echo finished",
+		func(t *testing.T, d time.Duration, r Result, out, _ string) {
+			assert.Check(t, d < 10*time.Second, "the run went on without its proxy")
+			assert.Equal(t, out, "started\n")
+			assert.Equal(t, r.Status, govern.StatusKilled, r.Message)
+			assert.Check(t, is.Contains(r.Message, "ended because its egress proxy failed"))
+			assert.Check(t, is.Contains(r.Message, "cannot serve: disk on fire"))
+			assert.Check(t, r.Egress == nil)
+			assert.Check(t, is.Contains(r.EgressError, "exit status 3"))
+		})
 }
 
 // A command that never connects never costs a proxy: none is started, and
 // the report says nothing was allowed or refused.
 func TestSandboxedProxyOnlyOnFirstConnection(t *testing.T) {
-	requireSandbox(t)
 	t.Parallel()
-	fake := filepath.Join(t.TempDir(), "broken-proxy")
-	assert.NilError(t, os.WriteFile(fake, []byte("#!/bin/sh\nexit 3\n"), 0o755))
-	e := sandboxed(t, egress.Config{}, WithEgressProxy(fake))
-	p := newPlan(t, func(s *spec) {
-		s.Egress = []string{"example.com"}
-		s.Command = `echo "${HTTPS_PROXY:+proxied}"`
-	})
-	r, out, errs := runSandboxed(t, e, p)
-	assert.Equal(t, r.Status, govern.StatusCompleted, "%s %s", r.Message, errs)
-	assert.Equal(t, out, "proxied\n")
-	assert.Equal(t, r.EgressError, "")
-	assert.DeepEqual(t, r.Egress, &egress.Report{DeniedHosts: []string{}, Denials: []egress.DeniedDestination{}})
+	withFakeProxy(t, "#!/bin/sh\nexit 3\n", `echo "${HTTPS_PROXY:+proxied}"`,
+		func(t *testing.T, _ time.Duration, r Result, out, errs string) {
+			assert.Equal(t, r.Status, govern.StatusCompleted, "%s %s", r.Message, errs)
+			assert.Equal(t, out, "proxied\n")
+			assert.Equal(t, r.EgressError, "")
+			assert.DeepEqual(t, r.Egress, &egress.Report{DeniedHosts: []string{}, Denials: []egress.DeniedDestination{}})
+		})
 }
 
 // Threads of the gateway come and go (a goroutine that returns while
@@ -448,13 +539,14 @@ func netnsServer(t testing.TB) (subnet int) {
 	return subnet
 }
 
-// The allowed path, end to end: a sandboxed command reaches a real server
-// through the spawned proxy, by CONNECT and by plain HTTP, while the
-// host's own side of the link is refused as a host address. As root, the
-// command runs as another user (exec.run_as): the socket is the gateway's
-// and only the gateway's bridge dials it.
+// The allowed path, end to end: a command, sandboxed or in mode none,
+// reaches a real server through the spawned proxy, by CONNECT and by plain
+// HTTP, while the host's own side of the link is refused as a host
+// address. As root, the command runs as another user (exec.run_as): the
+// socket is the gateway's and only the gateway's bridge dials it. In mode
+// none nothing stops a process from ignoring the proxy variables: a
+// --noproxy request reaches the server directly, and the proxy never sees it.
 func TestSandboxedEgressAllowedPath(t *testing.T) {
-	requireSandbox(t)
 	requireRootNet(t)
 	t.Parallel()
 	n := netnsServer(t)
@@ -468,32 +560,44 @@ func TestSandboxedEgressAllowedPath(t *testing.T) {
 	b, err := os.ReadFile(selfExe(t))
 	assert.NilError(t, err)
 	assert.NilError(t, os.WriteFile(helper, b, 0o755))
-	e := sandboxed(t, egress.Config{AllowedPrivateCIDRs: []netip.Prefix{cidr}, AllowedPorts: []uint16{8443}})
-	e.sandbox.Helper = helper
 	ws := filepath.Join(base, "ws")
 	assert.NilError(t, os.Mkdir(ws, 0o777))
 	assert.NilError(t, os.Chmod(ws, 0o777))
 	server, hostSide := fmt.Sprintf("10.214.%d.2:8443", n), fmt.Sprintf("10.214.%d.1:8443", n)
-	p := newPlan(t, func(s *spec) {
-		s.Cwd, s.WorkspaceRoots = ws, []string{ws}
-		s.RunAs = &plan.User{UID: 65534, GID: 65534, Name: "nobody"}
-		s.Egress = []string{fmt.Sprintf("10.214.%d.2", n), fmt.Sprintf("10.214.%d.1", n)}
-		s.Command = fmt.Sprintf(`id -u
+	for _, mode := range proxiedModes {
+		t.Run(mode.String(), func(t *testing.T) {
+			e := executorFor(t, mode, egress.Config{AllowedPrivateCIDRs: []netip.Prefix{cidr}, AllowedPorts: []uint16{8443}})
+			if e.sandbox != nil {
+				e.sandbox.Helper = helper
+			}
+			cmd := fmt.Sprintf(`id -u
 curl -sS --max-time 10 http://%[1]s/plain; echo
 curl -sS --max-time 10 -p http://%[1]s/tunnel; echo
 curl -s -o /dev/null -w '%%{http_code}\n' --max-time 10 http://%[2]s/`, server, hostSide)
-	})
-	r, out, errs := runSandboxed(t, e, p)
-	assert.Equal(t, r.Status, govern.StatusCompleted, "%s %s", r.Message, errs)
-	assert.Equal(t, out, "65534\nhello GET plain\nhello GET tunnel\n403\n", errs)
-	assert.Assert(t, r.Egress != nil, r.EgressError)
-	assert.Equal(t, r.Egress.Allowed, 2)
-	assert.Equal(t, r.Egress.Denied, 1)
-	assert.Equal(t, len(r.Egress.Denials), 1)
-	d := r.Egress.Denials[0]
-	assert.Check(t, is.Equal(d.Target, hostSide))
-	assert.Check(t, is.Equal(d.Reason, egress.ReasonRefusedAddress))
-	assert.Check(t, is.Equal(d.Category, egress.CategoryHostInterface))
+			want := "65534\nhello GET plain\nhello GET tunnel\n403\n"
+			if mode == govern.SandboxNone {
+				cmd += fmt.Sprintf("\ncurl -sS --max-time 10 --noproxy '*' http://%s/direct; echo", server)
+				want += "hello GET direct\n"
+			}
+			p := newPlan(t, func(s *spec) {
+				s.Cwd, s.WorkspaceRoots = ws, []string{ws}
+				s.RunAs = &plan.User{UID: 65534, GID: 65534, Name: "nobody"}
+				s.Egress = []string{fmt.Sprintf("10.214.%d.2", n), fmt.Sprintf("10.214.%d.1", n)}
+				s.Command = cmd
+			})
+			r, out, errs := runIn(t, e, p, mode)
+			assert.Equal(t, r.Status, govern.StatusCompleted, "%s %s", r.Message, errs)
+			assert.Equal(t, out, want, errs)
+			assert.Assert(t, r.Egress != nil, r.EgressError)
+			assert.Equal(t, r.Egress.Allowed, 2)
+			assert.Equal(t, r.Egress.Denied, 1)
+			assert.Equal(t, len(r.Egress.Denials), 1)
+			d := r.Egress.Denials[0]
+			assert.Check(t, is.Equal(d.Target, hostSide))
+			assert.Check(t, is.Equal(d.Reason, egress.ReasonRefusedAddress))
+			assert.Check(t, is.Equal(d.Category, egress.CategoryHostInterface))
+		})
+	}
 }
 
 // A SIGKILLed gateway cannot remove its runs' socket directories; the next

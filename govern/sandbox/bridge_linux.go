@@ -85,6 +85,14 @@ func serveBridge(ln net.Listener, socket string) *bridge {
 	return b
 }
 
+// ServeBridge forwards every connection accepted on ln to the Unix socket
+// at socket, as the sandbox's egress bridge does, until stop is called;
+// stop closes ln, drops every open connection and waits. The executor
+// serves mode none's bridge with it, on the host's loopback.
+func ServeBridge(ln net.Listener, socket string) (stop func()) {
+	return serveBridge(ln, socket).close
+}
+
 func (b *bridge) track(c net.Conn, add bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

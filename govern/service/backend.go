@@ -78,16 +78,24 @@ func backendFrom(cfg *config.Config, helper string, rep sandbox.ProbeReport) bac
 		}
 	}
 	l := cfg.Exec.Limits
-	eg := egress.Config{DeniedCIDRs: cfg.Exec.Egress.DeniedCIDRs, AllowedPrivateCIDRs: cfg.Exec.Egress.AllowedPrivateCIDRs}
-	for _, p := range cfg.Exec.Egress.AllowedPorts {
-		eg.AllowedPorts = append(eg.AllowedPorts, uint16(p))
-	}
 	return backend{available: true, sandbox: executor.Sandbox{
-		Egress: eg,
+		Egress: egressConfig(cfg),
 		Helper: helper, Bwrap: sandbox.Bwrap{Path: rep.BwrapPath, Version: rep.BwrapVersion}, Seccomp: seccomp,
 		Limits:    sandbox.Limits{MemoryBytes: l.MemoryBytes, Pids: int64(l.Pids), TmpfsBytes: l.TmpfsBytes, FileSizeBytes: l.FileSizeBytes, Nofile: 1024},
 		DenyPaths: paths,
 	}}
+}
+
+// egressConfig is exec.egress as the proxy reads it, in every mode.
+func egressConfig(cfg *config.Config) egress.Config {
+	eg := egress.Config{DeniedCIDRs: cfg.Exec.Egress.DeniedCIDRs, AllowedPrivateCIDRs: cfg.Exec.Egress.AllowedPrivateCIDRs,
+		// Non-nil even when empty: an explicit [] means only entries with
+		// a port match, where nil would mean the default ports.
+		AllowedPorts: make([]uint16, 0, len(cfg.Exec.Egress.AllowedPorts))}
+	for _, p := range cfg.Exec.Egress.AllowedPorts {
+		eg.AllowedPorts = append(eg.AllowedPorts, uint16(p))
+	}
+	return eg
 }
 
 // sandboxHelper finds mitrity-sandboxrun: beside the running binary (make

@@ -109,7 +109,8 @@ func build(cfg *config.Config, logger zerolog.Logger, opts ...pipeline.Option) (
 	}
 	g.backend = selectBackend(cfg)
 	g.backend.sandbox.Narrowing = g.settings.Narrowing()
-	var xopts []executor.Option
+	// The proxy enforces the host's egress settings in mode none too.
+	xopts := []executor.Option{executor.WithEgressSettings(egressConfig(cfg))}
 	if g.backend.available {
 		xopts = append(xopts, executor.WithSandbox(g.backend.sandbox))
 	}

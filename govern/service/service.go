@@ -321,7 +321,7 @@ func (s bound) prepare(ctx context.Context, st *pipeline.State) (*prepared, Resu
 		Shell: s.cfg.Exec.Shell, Dialect: a.Dialect, Command: a.Text, CommandSHA256: a.SHA256,
 		Cwd: st.Cwd, WorkspaceRoots: st.WorkspaceRoots, Timeout: timeout, Env: s.env(st),
 		CredentialEnv: st.CredentialEnv, CredentialFiles: st.CredentialFiles, CredentialDir: credentialDir(),
-		Pins: a.Pins, Stdin: st.Call.Stdin, Egress: s.settings.NarrowEgress(st.Agent.Destinations, s.allowedPorts()),
+		Pins: a.Pins, Stdin: st.Call.Stdin, Egress: s.settings.NarrowEgress(st.Agent.Destinations, egressConfig(s.cfg).AllowedPorts),
 		SandboxRequired: st.Profile.SandboxRequired, OutputMaxBytes: s.cfg.Exec.Limits.OutputMaxBytes,
 		RunAs: s.runAs,
 	})
@@ -513,15 +513,6 @@ func (s bound) degraded(ctx context.Context, st *pipeline.State, mode govern.San
 	if err != nil {
 		s.log.Warn().Err(err).Msg("sandbox_degraded notification")
 	}
-}
-
-// allowedPorts are exec.egress.allowed_ports as the proxy reads them.
-func (s bound) allowedPorts() []uint16 {
-	ports := make([]uint16, 0, len(s.cfg.Exec.Egress.AllowedPorts))
-	for _, p := range s.cfg.Exec.Egress.AllowedPorts {
-		ports = append(ports, uint16(p))
-	}
-	return ports
 }
 
 // timeout is the call's, clamped to the effective ceiling: the profile's
