@@ -477,6 +477,13 @@ func TestHookRouted(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	})
+	t.Run("a malformed relay could not start: 126", func(t *testing.T) {
+		for _, args := range []string{"exec", "exec -not-a-ticket", "exec a b", "exec mtk_unknown"} {
+			if r := hw.relay(t, agent, hw.hook+" "+args); r.code != 126 {
+				t.Errorf("%s: want 126, got %+v", args, r)
+			}
+		}
+	})
 	t.Run("another agent's ticket is refused", func(t *testing.T) {
 		relay := hw.admitRouted(t, "routed-claude", "echo never")
 		r := hw.relay(t, []string{"MITRITY_AGENT=someone-else"}, relay)

@@ -29,6 +29,11 @@ func execCommand() *cli.Command {
 			"refused (unknown, used, expired, another agent's); 137 killed (also when this relay is interrupted).",
 		Flags:  []cli.Flag{socketFlag, &cli.StringFlag{Name: "agent", Usage: "the agent id the ticket must have been issued to (default: $" + AgentVar + ", else not checked)"}},
 		Action: runRelay,
+		// A relay that cannot even parse its arguments could not start:
+		// 126, never urfave/cli's 1, which would read as the command's.
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return cli.Exit("mitrity-hook exec: "+err.Error(), exitCannotStart)
+		},
 	}
 }
 

@@ -16,6 +16,11 @@ import (
 // Bits of randomness in a ticket id.
 const Bits = 256
 
+// Prefix starts every ticket id: an id never begins with '-' (a command
+// line would read it as a flag), and a ticket pasted somewhere is
+// recognisable for what it is.
+const Prefix = "mtk_"
+
 // Errors of Take. Each means nothing runs.
 var (
 	// ErrUnknown: never issued, already redeemed, or expired (an expired
@@ -69,7 +74,7 @@ func (s *Store) Issue(t Ticket) (id string, expires time.Time, err error) {
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", time.Time{}, fmt.Errorf("ticket: %w", err)
 	}
-	id = base64.RawURLEncoding.EncodeToString(b[:])
+	id = Prefix + base64.RawURLEncoding.EncodeToString(b[:])
 	key := sha256.Sum256([]byte(id))
 	t.Issued = s.now()
 	t.Expires = t.Issued.Add(s.ttl)

@@ -2,6 +2,7 @@ package ticket
 
 import (
 	"encoding/base64"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,7 +16,8 @@ func TestIssueTakeOnce(t *testing.T) {
 	s := New(time.Minute, 10, func(Ticket) { t.Error("nothing should expire") })
 	id, exp, err := s.Issue(Ticket{Agent: "claude-code", Session: "s1", UID: 1000, PlanHash: "abc", EventID: "ev1"})
 	assert.NilError(t, err)
-	raw, err := base64.RawURLEncoding.DecodeString(id)
+	assert.Assert(t, strings.HasPrefix(id, Prefix), id)
+	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(id, Prefix))
 	assert.NilError(t, err)
 	assert.Equal(t, len(raw)*8, Bits)
 	assert.Assert(t, time.Until(exp) > 50*time.Second)
