@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"context"
+	"time"
 
 	"github.com/mitrity/mitrity/govern"
 )
@@ -26,3 +27,8 @@ func ProbeSeccompChild() error { return ErrUnsupported }
 
 // DieWithParent has no parent-death signal to set here.
 func DieWithParent() error { return ErrUnsupported }
+
+// ProbeCached is Probe: there is nothing to cache off Linux.
+func ProbeCached(ctx context.Context, _ string, _ time.Duration, opts ...Option) ProbeReport {
+	return Probe(ctx, opts...)
+}

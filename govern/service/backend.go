@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mitrity/mitrity/govern"
 	"github.com/mitrity/mitrity/govern/config"
 	"github.com/mitrity/mitrity/govern/egress"
 	"github.com/mitrity/mitrity/govern/executor"
@@ -22,6 +23,9 @@ type backend struct {
 	reason  string
 	sandbox executor.Sandbox
 }
+
+// ProbeCacheTTL is how long a full-strength sandbox probe is trusted.
+const ProbeCacheTTL = 10 * time.Minute
 
 // selectBackend probes the host for exec.sandbox.backend. auto and
 // bubblewrap use bubblewrap through mitrity-sandboxrun when the probe
@@ -42,7 +46,11 @@ func selectBackend(cfg *config.Config) backend {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	return backendFrom(cfg, helper, sandbox.Probe(ctx, sandbox.WithHelper(helper)))
+	// A full-strength probe is remembered for a while (per user, in the
+	// runtime directory), so a one-shot exec does not pay three probing
+	// sandboxes before each command; doctor always probes afresh.
+	rep := sandbox.ProbeCached(ctx, govern.RuntimeDir(os.Geteuid(), os.Getenv), ProbeCacheTTL, sandbox.WithHelper(helper))
+	return backendFrom(cfg, helper, rep)
 }
 
 // backendFrom decides from a probe report.

@@ -1,0 +1,72 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"slices"
+	"testing"
+	"time"
+)
+
+// BenchmarkGatewayExec is what a user pays per command, side by side and
+// interleaved so load falls on all alike: bash -c true; raw bubblewrap
+// with the namespaces a run uses, running true; and the whole
+// `mitrity-gateway exec -- true` at full strength (a fresh process: config,
+// policy and rules loaded, the call analysed, decided, planned, run in the
+// sandbox with seccomp, audited). It reports each median and the gateway's
+// as a multiple of raw bubblewrap's.
+func BenchmarkGatewayExec(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("the world runs a root gateway with run_as")
+	}
+	w := newWorldBackend(b, false, sandboxPolicy, "auto")
+	bwrap, err := exec.LookPath("bwrap")
+	if err != nil {
+		b.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		run  func() error
+	}{
+		{"bash", func() error { return exec.Command("/bin/bash", "-c", "true").Run() }},
+		{"bwrap", func() error {
+			return exec.Command(bwrap, "--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+				"--unshare-cgroup-try", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+				"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/run",
+				"--bind", w.ws, w.ws, "--chdir", w.ws, "--", "/bin/true").Run()
+		}},
+		{"gateway", func() error {
+			cmd := exec.Command(w.bin, "--log-level", "error", "exec", "--config", w.cfg, "--admin-dir", w.admin, "--", "true")
+			cmd.Dir = w.ws
+			cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + w.dir}
+			return cmd.Run()
+		}},
+	}
+	samples := make([][]time.Duration, len(cases))
+	for _, c := range cases {
+		if err := c.run(); err != nil {
+			b.Fatalf("%s: %v", c.name, err)
+		}
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for j, c := range cases {
+			start := time.Now()
+			if err := c.run(); err != nil {
+				b.Fatalf("%s: %v", c.name, err)
+			}
+			samples[j] = append(samples[j], time.Since(start))
+		}
+	}
+	b.StopTimer()
+	med := func(d []time.Duration) float64 {
+		s := slices.Clone(d)
+		slices.Sort(s)
+		return float64(s[len(s)/2].Microseconds()) / 1000
+	}
+	for j, c := range cases {
+		b.ReportMetric(med(samples[j]), c.name+"-ms")
+	}
+	b.ReportMetric(med(samples[2])/med(samples[1]), "gateway/bwrap")
+	b.ReportMetric(0, "ns/op")
+}
