@@ -100,9 +100,14 @@ func readProbeCache(dir, file string) (cachedProbe, bool) {
 // writeProbeCache writes atomically into a directory only this user can
 // write; failing to cache is no error (the next call probes).
 func writeProbeCache(dir, file string, c cachedProbe) {
-	// The runtime directory also holds the run_as user's credential
-	// directories (root, mode none): traversable, not listable.
-	_ = os.MkdirAll(filepath.Dir(dir), 0o711)
+	// Root's runtime directory also holds the run_as user's credential
+	// directories (mode none): traversable, not listable. A user's is
+	// private, like the admission socket's directory it also is.
+	perm := os.FileMode(0o700)
+	if os.Geteuid() == 0 {
+		perm = 0o711
+	}
+	_ = os.MkdirAll(filepath.Dir(dir), perm)
 	if err := os.Mkdir(dir, 0o700); err != nil && !os.IsExist(err) {
 		return
 	}
