@@ -161,30 +161,34 @@ func runSpecOnce(bin string, spec *sandbox.Spec) error {
 	return nil
 }
 
-// sameMounts returns bubblewrap's arguments for spec's run, read from the
-// command line of the sandbox's pid 1 (bubblewrap itself) in a real run,
-// with everything that is not a namespace or a mount taken out (the
-// seccomp filter, the info and block descriptors) and true run directly
-// instead of the init: the raw cost of the same sandbox.
+// sameMounts returns bubblewrap's arguments for spec's run, captured from a
+// real run through a stand-in bwrap that copies the options bubblewrap is
+// given on its --args descriptor (reopened through /proc, so bubblewrap
+// still reads them all) and then runs the real one; with everything that
+// is not a namespace or a mount taken out (the seccomp filter, the info
+// and block descriptors) and true run directly instead of the init: the
+// raw cost of the same sandbox.
 func sameMounts(b *testing.B, helper string, spec *sandbox.Spec) []string {
 	b.Helper()
-	s := *spec
-	s.Argv = []string{"/bin/cat", "/proc/1/cmdline"}
-	out, err := os.CreateTemp(b.TempDir(), "cmdline")
-	if err != nil {
+	dir := b.TempDir()
+	capture := filepath.Join(dir, "args")
+	wrapper := filepath.Join(dir, "bwrap")
+	script := "#!/bin/sh\n[ \"$1\" = --args ] && cp /proc/self/fd/$2 " + capture + "\nexec " + spec.Bwrap.Path + " \"$@\"\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 		b.Fatal(err)
 	}
-	defer out.Close()
-	if r := sandbox.Run(context.Background(), &s, sandbox.Stdio{Stdout: out}, sandbox.WithHelper(helper)); r.Status.String() != "completed" {
-		b.Fatalf("reading the run's command line: %+v", r)
+	s := *spec
+	s.Bwrap.Path = wrapper
+	if r := sandbox.Run(context.Background(), &s, sandbox.Stdio{}, sandbox.WithHelper(helper)); r.Status.String() != "completed" {
+		b.Fatalf("capturing the run's arguments: %+v", r)
 	}
-	raw, err := os.ReadFile(out.Name())
+	raw, err := os.ReadFile(capture)
 	if err != nil {
 		b.Fatal(err)
 	}
 	argv := strings.Split(strings.TrimSuffix(string(raw), "\x00"), "\x00")
 	var args []string
-	for i := 1; i < len(argv); i++ {
+	for i := 0; i < len(argv); i++ {
 		switch a := argv[i]; a {
 		case "--seccomp", "--info-fd", "--block-fd":
 			i++
@@ -192,12 +196,9 @@ func sameMounts(b *testing.B, helper string, spec *sandbox.Spec) []string {
 			// The same mount, from the path rather than a descriptor.
 			args = append(args, "--ro-bind", filepath.Join(filepath.Dir(helper), sandbox.InitName), argv[i+2])
 			i += 2
-		case "--":
-			return append(args, "--", "/bin/true")
 		default:
 			args = append(args, a)
 		}
 	}
-	b.Fatalf("no command in %q", argv)
-	return nil
+	return append(args, "--", "/bin/true")
 }

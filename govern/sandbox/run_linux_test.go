@@ -373,3 +373,20 @@ func TestRunInitBinary(t *testing.T) {
 	_, err = os.Stat(filepath.Join(ws, "ran"))
 	assert.Check(t, os.IsNotExist(err))
 }
+
+// TestBwrapCommandLineNamesNoPath: bubblewrap takes its options on a
+// descriptor, so its command line, readable by every local user, names no
+// masked path, workspace or mount.
+func TestBwrapCommandLineNamesNoPath(t *testing.T) {
+	requireSandbox(t)
+	t.Parallel()
+	ws := workspace(t)
+	s := shellSpec(ws, `tr '\0' ' ' </proc/1/cmdline`)
+	s.DenyPaths = []string{"/etc/mitrity-test-secret-path"}
+	o := runIn(t, context.Background(), s)
+	assert.Equal(t, o.Status, govern.StatusCompleted, o.Message)
+	assert.Check(t, is.Contains(o.stdout, "--args"))
+	for _, leak := range []string{ws, "--ro-bind", "--tmpfs", "mitrity-test-secret-path", ".ssh"} {
+		assert.Check(t, !strings.Contains(o.stdout, leak), "bwrap's command line names %q: %s", leak, o.stdout)
+	}
+}

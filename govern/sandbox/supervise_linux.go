@@ -102,9 +102,18 @@ func (e *execution) start(ctx context.Context, l Layout) (Result, bool) {
 		l.BlockFD = e.pass(blkR)
 	}
 
+	// The options go to bwrap on a descriptor (--args), not on its command
+	// line, which every local user can read in /proc: the masked paths
+	// there would tell them which credential files this host has.
+	opts, command := splitArgs(BuildArgs(l))
+	argsFile, err := argsMemfd(opts)
+	if err != nil {
+		return fail(fmt.Errorf("bubblewrap arguments: %w", err))
+	}
+	argv := append([]string{"bwrap", "--args", strconv.Itoa(e.pass(argsFile))}, command...)
 	cmd := &exec.Cmd{
 		Path:       e.bwrap,
-		Args:       append([]string{"bwrap"}, BuildArgs(l)...),
+		Args:       argv,
 		Env:        initEnv,
 		Dir:        "/",
 		Stdin:      stdin,
@@ -502,4 +511,37 @@ func descendants(root int) []int {
 		}
 	}
 	return out
+}
+
+// splitArgs separates bwrap's options from "--" and the command after it.
+func splitArgs(a []string) (opts, command []string) {
+	for i, v := range a {
+		if v == "--" {
+			return a[:i], a[i:]
+		}
+	}
+	return a, nil
+}
+
+// argsMemfd holds NUL-terminated arguments for bwrap --args, read from the
+// start.
+func argsMemfd(args []string) (*os.File, error) {
+	fd, err := unix.MemfdCreate("mitrity-bwrap-args", unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), "bwrap-args")
+	var b []byte
+	for _, a := range args {
+		b = append(append(b, a...), 0)
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if _, err := f.Seek(0, 0); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
