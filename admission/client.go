@@ -90,6 +90,11 @@ func (b *connBody) Close() error {
 	return err
 }
 
+// ErrStreamBroken is Redeem's error when the gateway accepted the ticket
+// and the stream then stopped without a result: the gateway went away
+// mid-run, and with it the run (a dropped connection kills it).
+var ErrStreamBroken = errors.New("the gateway's stream broke")
+
 // ErrUnreachable wraps every failure to reach the gateway at all.
 var ErrUnreachable = errors.New("the gateway's admission socket is unreachable")
 
@@ -182,9 +187,9 @@ func (c Client) Redeem(ctx context.Context, req RedeemRequest, frame func(Frame)
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return Result{}, fmt.Errorf("the stream broke: %w", err)
+		return Result{}, fmt.Errorf("%w: %v", ErrStreamBroken, err)
 	}
-	return Result{}, errors.New("the stream ended without a result")
+	return Result{}, fmt.Errorf("%w: it ended without a result", ErrStreamBroken)
 }
 
 // Health checks the gateway is there.

@@ -576,9 +576,10 @@ func TestClientRedeemBadStreams(t *testing.T) {
 		stream string
 		frames int
 		want   string
+		broken bool // ErrStreamBroken: the gateway went away mid-run
 	}{
-		{name: "empty", stream: "", want: "the stream ended without a result"},
-		{name: "frames, no result", stream: `{"type":"stdout","data":"aGk="}` + "\n", frames: 1, want: "the stream ended without a result"},
+		{name: "empty", stream: "", want: "the gateway's stream broke: it ended without a result", broken: true},
+		{name: "frames, no result", stream: `{"type":"stdout","data":"aGk="}` + "\n", frames: 1, want: "the gateway's stream broke: it ended without a result", broken: true},
 		{name: "cut mid-frame", stream: `{"type":"stdout","data":"aGk="}` + "\n" + `{"type":"res`, frames: 1, want: "malformed frame"},
 		{name: "not JSON", stream: "hello\n", want: "malformed frame"},
 		{name: "bad base64", stream: `{"type":"stdout","data":"!!"}` + "\n", want: "malformed frame"},
@@ -586,7 +587,7 @@ func TestClientRedeemBadStreams(t *testing.T) {
 		{name: "no type", stream: `{"data":"aGk="}` + "\n", want: `malformed frame: type ""`},
 		{name: "result without result", stream: `{"type":"result"}` + "\n", want: "a result frame without a result"},
 		{name: "result null", stream: `{"type":"result","result":null}` + "\n", want: "a result frame without a result"},
-		{name: "frame too long", stream: `{"type":"stdout","data":"` + strings.Repeat("A", 17<<20) + `"}` + "\n", want: "the stream broke"},
+		{name: "frame too long", stream: `{"type":"stdout","data":"` + strings.Repeat("A", 17<<20) + `"}` + "\n", want: "the gateway's stream broke", broken: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -601,6 +602,7 @@ func TestClientRedeemBadStreams(t *testing.T) {
 				return nil
 			})
 			assert.ErrorContains(t, err, tc.want)
+			assert.Equal(t, errors.Is(err, admission.ErrStreamBroken), tc.broken)
 			assert.Equal(t, n, tc.frames)
 		})
 	}

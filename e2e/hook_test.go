@@ -668,3 +668,45 @@ func TestServeReload(t *testing.T) {
 		t.Fatal("the gateway exited on a bad reload")
 	}
 }
+
+// TestHookGatewayDiesMidRun: the gateway SIGKILLed while a routed command
+// runs: the command dies with it, and the relay says killed (137), not
+// "could not start".
+func TestHookGatewayDiesMidRun(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the routed world runs a root gateway with run_as")
+	}
+	t.Parallel()
+	w := newWorldBackend(t, false, hookPolicy, "auto")
+	hw := &hookWorld{world: w, sock: filepath.Join(w.dir, "run", "admission.sock"), hook: binPath(t, "mitrity-hook")}
+	cfg, err := os.ReadFile(w.cfg)
+	must(t, err)
+	must(t, os.WriteFile(w.cfg, append(cfg, "admission:\n  socket: "+hw.sock+"\n"...), 0o644))
+	gw := hw.start(t)
+	m := marker(t)
+	relay := hw.admitRouted(t, "routed-claude", "echo started; exec -a "+m+" sleep 60")
+	cmd := exec.Command("/bin/bash", "-c", relay)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "MITRITY_ADMISSION_SOCKET=" + hw.sock, "MITRITY_AGENT=routed-claude"}
+	must(t, cmd.Start())
+	deadline := time.Now().Add(20 * time.Second)
+	for len(processesWith(m)) == 0 {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("the command never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	must(t, gw.Process.Signal(syscall.SIGKILL))
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 137 {
+		t.Fatalf("want 137 from the relay: %v", err)
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	for len(processesWith(m)) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the command survived its gateway")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

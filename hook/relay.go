@@ -26,7 +26,8 @@ func execCommand() *cli.Command {
 		ArgsUsage: "TICKET",
 		Description: "The gateway runs the plan it judged at admit time, in its own sandbox; this process never runs the\n" +
 			"command itself. Exit codes: the command's own; 124 timed out; 126 could not start or the ticket was\n" +
-			"refused (unknown, used, expired, another agent's); 137 killed (also when this relay is interrupted).",
+			"refused (unknown, used, expired, another agent's); 137 killed (also when this relay is interrupted, or the\n" +
+			"gateway stops mid-run).",
 		Flags:  []cli.Flag{socketFlag, &cli.StringFlag{Name: "agent", Usage: "the agent id the ticket must have been issued to (default: $" + AgentVar + ", else not checked)"}},
 		Action: runRelay,
 		// A relay that cannot even parse its arguments could not start:
@@ -65,6 +66,11 @@ func runRelay(c *cli.Context) error {
 		var e *admission.Error
 		if errors.As(err, &e) && e.Code == admission.ErrTicketRefused {
 			return cli.Exit("mitrity-hook exec: the gateway refused the ticket ("+e.Message+"); nothing ran", exitCannotStart)
+		}
+		if errors.Is(err, admission.ErrStreamBroken) {
+			// The gateway took the ticket and went away mid-run: a dropped
+			// stream kills the run with it.
+			return cli.Exit("mitrity-hook exec: "+err.Error()+"; the gateway stopped and the command was killed", exitKilled)
 		}
 		return cli.Exit("mitrity-hook exec: "+err.Error()+"; the command's outcome is unknown", exitCannotStart)
 	}
