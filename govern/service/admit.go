@@ -121,6 +121,12 @@ func (s *Service) Redeem(ctx context.Context, id string, agent string, uid int, 
 		s.neverRan(pr, govern.ReasonTicketRefused, msg)
 		return Result{}, fmt.Errorf("%w: %s", ErrTicketRefused, msg)
 	}
+	if live != nil {
+		// An empty stdout chunk first: the ticket is accepted and the run
+		// starts now, so a stream that breaks from here on means the run
+		// was killed with its gateway, not that it never started.
+		live("stdout", nil)
+	}
 	return pr.b.run(ctx, pr, live), nil
 }
 
