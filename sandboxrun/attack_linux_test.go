@@ -398,9 +398,11 @@ func TestAttackDaemonLeftBehind(t *testing.T) {
 	forEachIdentity(t, func(t *testing.T, id identity) {
 		marker := "mitrity-daemon-" + randHex(t)
 		ws := id.workspace(t)
-		script := fmt.Sprintf(`setsid bash -c 'sleep 300' %[1]s-a </dev/null >/dev/null 2>&1 &
-(setsid bash -c 'trap "" TERM HUP; sleep 300' %[1]s-b </dev/null >/dev/null 2>&1 &)
-nohup bash -c 'sleep 300' %[1]s-c >/dev/null 2>&1 &
+		// Each daemon carries the marker in its own argv[0] (exec -a), so
+		// it stays findable once bash has exec'd into sleep.
+		script := fmt.Sprintf(`setsid bash -c 'exec -a %[1]s-a sleep 300' </dev/null >/dev/null 2>&1 &
+(setsid bash -c 'trap "" TERM HUP; exec -a %[1]s-b sleep 300' </dev/null >/dev/null 2>&1 &)
+nohup bash -c 'exec -a %[1]s-c sleep 300' >/dev/null 2>&1 &
 sleep 0.2; echo started`, marker)
 		o := id.run(t, id.spec(ws, script))
 		assert.Check(t, is.Equal(o.Status, govern.StatusCompleted), o.Message)
@@ -555,7 +557,9 @@ func TestKillNineLeavesNothing(t *testing.T) {
 	forEachIdentity(t, func(t *testing.T, id identity) {
 		marker := "mitrity-orphan-" + randHex(t)
 		ws := id.workspace(t)
-		s := id.spec(ws, fmt.Sprintf(`setsid bash -c 'sleep 300' %[1]s-d </dev/null >/dev/null 2>&1 & sleep 300 # %[1]s`, marker))
+		// The markers are the processes' own argv[0] (exec -a): a bash that
+		// has exec'd into sleep would lose one that was only in its script.
+		s := id.spec(ws, fmt.Sprintf(`setsid bash -c 'exec -a %[1]s-d sleep 300' </dev/null >/dev/null 2>&1 & exec -a %[1]s sleep 300`, marker))
 		s.Limits.Pids, s.Limits.MemoryBytes = 64, 256<<20
 		// A stand-in gateway: a shell that starts sandboxrun and waits.
 		gw := []string{"/bin/bash", "-c", `"$@" & wait`, "gateway-" + marker}
