@@ -474,7 +474,9 @@ func TestAttackOutrunTimeout(t *testing.T) {
 	forEachIdentity(t, func(t *testing.T, id identity) {
 		ws := id.workspace(t)
 		marker := "mitrity-slow-" + randHex(t)
-		s := id.spec(ws, `trap '' TERM; sleep 300 # `+marker)
+		// sleep inherits the ignored SIGTERM and carries the marker in its
+		// own argv[0], so a survivor would be seen.
+		s := id.spec(ws, `trap '' TERM; exec -a `+marker+` sleep 300`)
 		s.TimeoutMS, s.KillGraceMS = 400, 300
 		o := id.run(t, s)
 		assert.Check(t, is.Equal(o.Status, govern.StatusTimedOut), o.Message)
