@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -81,7 +82,27 @@ profiles:
 type hookWorld struct {
 	*world
 	sock, hook string
-	metrics    string // the admin listener's /metrics URL
+	metrics    string        // the admin listener's /metrics URL
+	gateway    *exec.Cmd     // the running gateway
+	gwLog      *lockedBuffer // its stderr (errors only)
+}
+
+// lockedBuffer is a bytes.Buffer a process writes while a test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func newHookWorld(t testing.TB, ttlSeconds int) *hookWorld {
@@ -101,13 +122,13 @@ func newHookWorld(t testing.TB, ttlSeconds int) *hookWorld {
 
 // start runs `serve --admission-only` until the test ends (SIGTERM, then
 // it must exit on its own).
-func (hw *hookWorld) start(t testing.TB) *exec.Cmd {
+func (hw *hookWorld) start(t testing.TB) {
 	t.Helper()
 	cmd := exec.Command(hw.bin, "--log-level", "error", "serve", "--admission-only", "--config", hw.cfg, "--admin-dir", hw.admin)
 	cmd.Dir = hw.ws
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + hw.dir}
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
+	hw.gateway, hw.gwLog = cmd, &lockedBuffer{}
+	cmd.Stderr = hw.gwLog
 	must(t, cmd.Start())
 	done := make(chan struct{})
 	go func() { cmd.Wait(); close(done) }()
@@ -123,15 +144,15 @@ func (hw *hookWorld) start(t testing.TB) *exec.Cmd {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		if _, err := os.Stat(hw.sock); err == nil {
-			return cmd
+			return
 		}
 		select {
 		case <-done:
-			t.Fatalf("the gateway exited: %s", errb.String())
+			t.Fatalf("the gateway exited: %s", hw.gwLog)
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the admission socket never appeared: %s", errb.String())
+			t.Fatalf("the admission socket never appeared: %s", hw.gwLog)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -622,34 +643,16 @@ func TestServeReload(t *testing.T) {
 		t.Skip("the hook world runs a root gateway with run_as")
 	}
 	t.Parallel()
-	w := newWorldBackend(t, false, hookPolicy, "none")
-	hw := &hookWorld{world: w, sock: filepath.Join(w.dir, "run", "admission.sock"), hook: binPath(t, "mitrity-hook")}
-	cfg, err := os.ReadFile(w.cfg)
-	must(t, err)
-	must(t, os.WriteFile(w.cfg, append(cfg, "admission:\n  socket: "+hw.sock+"\n"...), 0o644))
-	gw := hw.start(t)
+	hw := newHookWorld(t, 300)
 	decide := func(command string) string {
 		return parseClaude(t, hw.runHook(t, nil, nil, claudePayload(hw.ws, command), "claude")).HookSpecificOutput.PermissionDecision
 	}
 	if d := decide("touch notes.txt"); d != "allow" {
 		t.Fatalf("before: %s", d)
 	}
-	hup := func() {
-		n := hw.eventCount(t)
-		must(t, gw.Process.Signal(syscall.SIGHUP))
-		// The reload is done when a call sees it; poll with a call that
-		// is allowed either way.
-		deadline := time.Now().Add(10 * time.Second)
-		for time.Now().Before(deadline) {
-			time.Sleep(100 * time.Millisecond)
-			if hw.eventCount(t) >= n {
-				break
-			}
-		}
-	}
 	denyTouch := strings.Replace(hookPolicy, "    rules:\n", "    rules:\n      - name: no-touch\n        when: 'commands.exists(c, c.name == \"touch\")'\n        action: deny\n        message: reloaded\n", 1)
 	must(t, os.WriteFile(hw.policy, []byte(denyTouch), 0o644))
-	hup()
+	must(t, hw.gateway.Process.Signal(syscall.SIGHUP))
 	deadline := time.Now().Add(10 * time.Second)
 	for decide("touch notes.txt") != "deny" {
 		if time.Now().After(deadline) {
@@ -659,12 +662,20 @@ func TestServeReload(t *testing.T) {
 	}
 	// A broken policy is refused: the gateway keeps the last good one.
 	must(t, os.WriteFile(hw.policy, []byte("profiles: {framework: {rules: [{name: x, when: 'no such(', action: deny}]}}\n"), 0o644))
-	hup()
-	time.Sleep(300 * time.Millisecond)
+	must(t, hw.gateway.Process.Signal(syscall.SIGHUP))
+	// Wait for the gateway to have judged the broken file, so the check
+	// below sees the outcome of that reload, not a reload still to come.
+	deadline = time.Now().Add(10 * time.Second)
+	for !strings.Contains(hw.gwLog.String(), "reload refused") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the broken policy's reload was never refused: %s", hw.gwLog)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	if d := decide("touch notes.txt"); d != "deny" {
 		t.Fatalf("after a refused reload the last good policy stays: %s", d)
 	}
-	if gw.ProcessState != nil {
+	if hw.gateway.ProcessState != nil || hw.gateway.Process.Signal(syscall.Signal(0)) != nil {
 		t.Fatal("the gateway exited on a bad reload")
 	}
 }
@@ -677,12 +688,7 @@ func TestHookGatewayDiesMidRun(t *testing.T) {
 		t.Skip("the routed world runs a root gateway with run_as")
 	}
 	t.Parallel()
-	w := newWorldBackend(t, false, hookPolicy, "auto")
-	hw := &hookWorld{world: w, sock: filepath.Join(w.dir, "run", "admission.sock"), hook: binPath(t, "mitrity-hook")}
-	cfg, err := os.ReadFile(w.cfg)
-	must(t, err)
-	must(t, os.WriteFile(w.cfg, append(cfg, "admission:\n  socket: "+hw.sock+"\n"...), 0o644))
-	gw := hw.start(t)
+	hw := newHookWorld(t, 300)
 	m := marker(t)
 	relay := hw.admitRouted(t, "routed-claude", "echo started; exec -a "+m+" sleep 60")
 	cmd := exec.Command("/bin/bash", "-c", relay)
@@ -696,8 +702,8 @@ func TestHookGatewayDiesMidRun(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	must(t, gw.Process.Signal(syscall.SIGKILL))
-	err = cmd.Wait()
+	must(t, hw.gateway.Process.Signal(syscall.SIGKILL))
+	err := cmd.Wait()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 137 {
 		t.Fatalf("want 137 from the relay: %v", err)
