@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"slices"
@@ -10,16 +11,25 @@ import (
 
 // BenchmarkGatewayExec is what a user pays per command, side by side and
 // interleaved so load falls on all alike: bash -c true; raw bubblewrap
-// with the namespaces a run uses, running true; and the whole
+// with the namespaces a run uses, running true; the whole
 // `mitrity-gateway exec -- true` at full strength (a fresh process: config,
 // policy and rules loaded, the call analysed, decided, planned, run in the
-// sandbox with seccomp, audited). It reports each median and the gateway's
-// as a multiple of raw bubblewrap's.
+// sandbox with seccomp, audited); and the same command the way an agent's
+// framework runs it against a gateway that is already serving: the
+// PreToolUse hook admits it (a process, the pipeline over the admission
+// socket, a ticket) and the rewritten command, `mitrity-hook exec TICKET`
+// under bash -c, redeems it (the sandboxed run, streamed back, audited).
+// "served" is both together, "relay" the second alone (what the command
+// itself now takes; the hook ran before the framework started it). It
+// reports each median and each as a multiple of raw bubblewrap's.
 func BenchmarkGatewayExec(b *testing.B) {
 	if os.Geteuid() != 0 {
 		b.Skip("the world runs a root gateway with run_as")
 	}
 	w := newWorldBackend(b, false, sandboxPolicy, "auto")
+	hw := newHookWorld(b, 300)
+	routed := []string{"MITRITY_AGENT=routed-claude"}
+	var relayTimes []time.Duration
 	bwrap, err := exec.LookPath("bwrap")
 	if err != nil {
 		b.Fatal(err)
@@ -40,6 +50,16 @@ func BenchmarkGatewayExec(b *testing.B) {
 			cmd.Dir = w.ws
 			cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + w.dir}
 			return cmd.Run()
+		}},
+		{"served", func() error {
+			relay := hw.admitRouted(b, "routed-claude", "true")
+			start := time.Now()
+			r := hw.relay(b, routed, relay)
+			relayTimes = append(relayTimes, time.Since(start))
+			if r.code != 0 {
+				return fmt.Errorf("relay: %+v", r)
+			}
+			return nil
 		}},
 	}
 	samples := make([][]time.Duration, len(cases))
@@ -67,6 +87,9 @@ func BenchmarkGatewayExec(b *testing.B) {
 	for j, c := range cases {
 		b.ReportMetric(med(samples[j]), c.name+"-ms")
 	}
+	b.ReportMetric(med(relayTimes), "relay-ms")
 	b.ReportMetric(med(samples[2])/med(samples[1]), "gateway/bwrap")
+	b.ReportMetric(med(samples[3])/med(samples[1]), "served/bwrap")
+	b.ReportMetric(med(relayTimes)/med(samples[1]), "relay/bwrap")
 	b.ReportMetric(0, "ns/op")
 }

@@ -185,7 +185,7 @@ func (hw *hookWorld) runHook(t testing.TB, cred *syscall.Credential, env []strin
 }
 
 // relay runs a rewritten command the way a framework does: bash -c.
-func (hw *hookWorld) relay(t *testing.T, env []string, command string) result {
+func (hw *hookWorld) relay(t testing.TB, env []string, command string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -230,7 +230,7 @@ type claudeAnswer struct {
 	} `json:"hookSpecificOutput"`
 }
 
-func parseClaude(t *testing.T, r result) claudeAnswer {
+func parseClaude(t testing.TB, r result) claudeAnswer {
 	t.Helper()
 	if r.code != 0 {
 		t.Fatalf("hook exit %d: %s", r.code, r.stderr)
@@ -378,7 +378,7 @@ func TestHookGatewayDown(t *testing.T) {
 
 // admitRouted admits command for a routed agent and returns the rewritten
 // relay command.
-func (hw *hookWorld) admitRouted(t *testing.T, agent, command string) string {
+func (hw *hookWorld) admitRouted(t testing.TB, agent, command string) string {
 	t.Helper()
 	a := parseClaude(t, hw.runHook(t, nil, []string{"MITRITY_AGENT=" + agent}, claudePayload(hw.ws, command), "claude"))
 	in := a.HookSpecificOutput.UpdatedInput

@@ -3,7 +3,6 @@ package inject
 import (
 	"encoding/base64"
 	"encoding/hex"
-	"regexp"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -24,7 +23,7 @@ const (
 // reEscapes finds \xNN and \uNNNN escapes; the other encodings are found
 // by hand-written scanners (runs of one alphabet), which are an order of
 // magnitude faster than regexp on large stdin.
-var reEscapes = regexp.MustCompile(`\\(?:x[0-9A-Fa-f]{2}|u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8})`)
+var reEscapes = compiled(`\\(?:x[0-9A-Fa-f]{2}|u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8})`)
 
 // segment is a decoded piece of a layer: where it started in the layer's
 // fold text, what encoding it was, and the decoded text.
@@ -57,7 +56,7 @@ func decodeSegments(s string) []segment {
 	// \xNN and \uNNNN escapes usually sit among literal text
 	// (printf 'ig\x6eore ...'), so the whole text is unescaped as one layer.
 	if strings.Count(s, "\\") >= 4 {
-		if esc := reEscapes.FindAllStringIndex(s, -1); len(esc) >= 4 {
+		if esc := reEscapes().FindAllStringIndex(s, -1); len(esc) >= 4 {
 			if t := unescape(s); printable([]byte(t)) {
 				out = append(out, segment{esc[0][0], "escapes", t})
 			}
@@ -150,7 +149,7 @@ func printable(b []byte) bool {
 }
 
 func unescape(s string) string {
-	return reEscapes.ReplaceAllStringFunc(s, func(e string) string {
+	return reEscapes().ReplaceAllStringFunc(s, func(e string) string {
 		var v rune
 		for _, c := range e[2:] {
 			v = v<<4 | rune(unhex(byte(c)))

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Every pattern runs on the lowered fold text (see folded), so it is
@@ -18,19 +19,26 @@ import (
 
 // pattern is a regexp with the literals that gate it.
 type pattern struct {
-	re      *regexp.Regexp
+	re      func() *regexp.Regexp
 	anchors []string
 	// prefix, when set, is a pattern whose every match starts at one of
 	// its anchors, preceded by a byte prefix accepts (or by nothing). It is
 	// then tried, anchored, at those positions only: an attempt dies within
 	// a few bytes, which keeps a megabyte full of anchor words cheap.
 	prefix   func(prev byte) bool
-	anchored *regexp.Regexp
+	anchored func() *regexp.Regexp
+}
+
+// compiled is expr's regexp, compiled at its first use: compiling every
+// pattern costs a few milliseconds, and most processes (a one-shot
+// `mitrity-gateway exec`, the hook) never scan text at all.
+func compiled(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }
 
 // rx is a pattern tried on windows around its anchors.
 func rx(expr string, anchors ...string) pattern {
-	return pattern{re: regexp.MustCompile(expr), anchors: anchors}
+	return pattern{re: compiled(expr), anchors: anchors}
 }
 
 // word is a pattern whose matches start with one of its anchor words.
@@ -43,7 +51,7 @@ func word(expr string, anchors ...string) pattern {
 func at(expr string, prefix func(byte) bool, anchors ...string) pattern {
 	p := rx(expr, anchors...)
 	p.prefix = prefix
-	p.anchored = regexp.MustCompile(`^(?:` + expr + `)`)
+	p.anchored = compiled(`^(?:` + expr + `)`)
 	return p
 }
 
@@ -218,7 +226,7 @@ var (
 	// https://" has no "to" before the URL, so it does not read as one.
 	exfilVerbs = word(`(?:send|post|upload|transmit|forward|e-?mail|leak|exfiltrate|exfil|smuggle|beacon)\s`,
 		"send", "post", "upload", "transmit", "forward", "email", "e-mail", "leak", "exfil", "smuggle", "beacon")
-	reDest = regexp.MustCompile(`^[^\n]{0,80}?\b(?:to|into|at|via|onto|towards?)\s+[^\n]{0,24}?(?:(?:https?|ftp)://|[a-z0-9._%+-]+@[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}\b)`)
+	reDest = compiled(`^[^\n]{0,80}?\b(?:to|into|at|via|onto|towards?)\s+[^\n]{0,24}?(?:(?:https?|ftp)://|[a-z0-9._%+-]+@[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}\b)`)
 	// Verbs that are exfiltration whatever the object, with a URL on the
 	// same line.
 	exfilOnly = word(`(?:exfiltrate|exfil|smuggle\s+out)\b`, "exfil", "smuggle")
@@ -274,7 +282,7 @@ func (p pattern) find(text string, hits anchorHits, limit int) [][]int {
 			hi = max(hi, wins[k][1])
 		}
 		lo = lineStart(text, lo)
-		for _, m := range p.re.FindAllStringIndex(text[lo:hi], limit-len(out)) {
+		for _, m := range p.re().FindAllStringIndex(text[lo:hi], limit-len(out)) {
 			m[0], m[1] = m[0]+lo, m[1]+lo
 			if m[0] >= last {
 				out = append(out, m)
@@ -296,7 +304,7 @@ func (p pattern) findAt(text string, hits anchorHits, limit int) [][]int {
 			if at > 0 && !p.prefix(text[at-1]) {
 				continue
 			}
-			if m := p.anchored.FindStringIndex(text[at:min(len(text), at+windowAfter)]); m != nil {
+			if m := p.anchored().FindStringIndex(text[at:min(len(text), at+windowAfter)]); m != nil {
 				out = append(out, []int{at + m[0], at + m[1]})
 				if len(out) >= limit {
 					break
@@ -456,7 +464,7 @@ func exfilProse(text string, i int) bool {
 	// A sensitive term starts within the object; multi-word ones
 	// ("environment variables") may run a little past it.
 	_, stop, ok := findSensitive(line, end)
-	return ok && reDest.MatchString(line[stop:])
+	return ok && reDest().MatchString(line[stop:])
 }
 
 // lineAfter is text from i to the end of its line, at most n bytes.

@@ -162,3 +162,24 @@ func BenchmarkScan(b *testing.B) {
 		})
 	}
 }
+
+// TestPatternsCompile compiles every pattern: they compile at first use,
+// so a broken expression would otherwise surface only in a scan that
+// reaches it.
+func TestPatternsCompile(t *testing.T) {
+	var all []pattern
+	for _, group := range [][]detector{roleMarkers, overrides} {
+		for _, d := range group {
+			all = append(all, d.pattern)
+		}
+	}
+	all = append(all, append([]pattern{roleHeader, exfilVerbs, exfilOnly, netTool}, secrets...)...)
+	for _, p := range all {
+		if p.re() == nil || (p.prefix != nil && p.anchored() == nil) {
+			t.Fatalf("pattern %v did not compile", p.anchors)
+		}
+	}
+	if reDest() == nil || reEscapes() == nil {
+		t.Fatal("reDest or reEscapes did not compile")
+	}
+}
