@@ -169,6 +169,10 @@ type Result struct {
 	RedactionCount int    `json:"redaction_count"`
 	DurationMs     int64  `json:"duration_ms"`
 	EventID        string `json:"event_id,omitempty"`
+	// ProtectedCreated lists protected paths (git hooks and config, rc
+	// files, agent and editor settings) the command created: absent before
+	// the run, so the sandbox could not hold them. Reported, not prevented.
+	ProtectedCreated []string `json:"protected_created,omitempty"`
 }
 
 // Error is the body of every non-2xx response.

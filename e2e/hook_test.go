@@ -429,6 +429,17 @@ func TestHookRouted(t *testing.T) {
 			t.Fatal("a replay must not run or add an execution")
 		}
 	})
+	t.Run("a protected path the command creates is named to the agent", func(t *testing.T) {
+		p := filepath.Join(hw.ws, ".mcp.json")
+		t.Cleanup(func() { os.Remove(p) })
+		r := hw.relay(t, agent, hw.admitRouted(t, "routed-claude", `echo '{"mcpServers":{}}' > .mcp.json`))
+		if r.code != 0 || !strings.Contains(r.stderr, "protected paths created") || !strings.Contains(r.stderr, p) {
+			t.Fatalf("relay: %+v", r)
+		}
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("the attack proves nothing: %v", err)
+		}
+	})
 	t.Run("output streams as it is produced", func(t *testing.T) {
 		relay := hw.admitRouted(t, "routed-claude", "echo first; sleep 2; echo second")
 		cmd := exec.Command("/bin/bash", "-c", relay)

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -29,8 +30,10 @@ profiles:
 // TestSandboxAttacks runs real attacks through bin/mitrity-gateway exec at
 // full strength (bubblewrap) and checks the host afterwards: as root (the
 // command runs as the run_as user) and with the gateway itself run by an
-// unprivileged user.
+// unprivileged user. attacks covers the basics; hostAttacks (attack_test.go)
+// the rest of the list, each against a control.
 func TestSandboxAttacks(t *testing.T) {
+	host := newAttackHost(t)
 	for _, asUser := range []bool{false, true} {
 		name := "root-gateway"
 		if asUser {
@@ -44,7 +47,9 @@ func TestSandboxAttacks(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			attacks(t, newWorldBackend(t, asUser, sandboxPolicy, "auto"))
+			e := newAttackEnv(t, asUser, host)
+			attacks(t, e.world)
+			hostAttacks(t, e)
 		})
 	}
 }
@@ -157,25 +162,50 @@ func attacks(t *testing.T, w *world) {
 		t.Errorf("the host listener got %d connections", n)
 	}
 
-	// A setsid daemon does not outlive the run.
+	// Daemons do not outlive the run: setsid, nohup, a double fork, one
+	// ignoring SIGTERM and SIGHUP. Each carries the marker in its own
+	// argv[0] (exec -a): bash exec'ing into sleep drops its script text.
 	d := marker(t)
-	w.exec(t, "--", "setsid bash -c 'exec -a "+d+" sleep 300' </dev/null >/dev/null 2>&1 & sleep 0.2; echo started")
+	start := time.Now()
+	r = w.exec(t, "--", "setsid bash -c 'exec -a "+d+"-a sleep 300' </dev/null >/dev/null 2>&1 & "+
+		"(setsid bash -c 'trap \"\" TERM HUP; exec -a "+d+"-b sleep 300' </dev/null >/dev/null 2>&1 &); "+
+		"nohup bash -c 'exec -a "+d+"-c sleep 300' >/dev/null 2>&1 & "+
+		"( ( exec -a "+d+"-d sleep 300 ) & ) </dev/null >/dev/null 2>&1; "+
+		"sleep 0.3; ps -eo args | grep -c '^"+d+"'")
+	if r.stdout != "4\n" {
+		t.Errorf("control: want the four daemons running during the run: %+v", r)
+	}
+	if time.Since(start) > 10*time.Second {
+		t.Errorf("the run waited for its daemons: %v", time.Since(start))
+	}
 	time.Sleep(300 * time.Millisecond)
 	if pids := processesWith(d); len(pids) > 0 {
 		t.Errorf("a daemon survived the run: pids %v", pids)
 	}
 
-	// Nested user namespaces are refused.
-	r = w.exec(t, "--", "unshare -U true && echo NESTED")
-	if strings.Contains(r.stdout, "NESTED") {
-		t.Errorf("unshare -U succeeded inside the sandbox")
+	// Nested user namespaces are refused, by unshare and by a nested
+	// bubblewrap alike.
+	r = w.exec(t, "--", "unshare -U true && echo NESTED-U; unshare -Urn id && echo NESTED-Urn; unshare -Urm true && echo NESTED-Urm; "+
+		"bwrap --ro-bind / / --unshare-user true && echo NESTED-bwrap; unshare --help >/dev/null && echo control-ok")
+	if strings.Contains(r.stdout, "NESTED") || strings.Contains(r.stdout, "uid=0") || !strings.Contains(r.stdout, "control-ok") {
+		t.Errorf("a nested user namespace inside the sandbox: %+v", r)
 	}
 
-	// Timeout: 124, and nothing left behind.
+	// Outrunning the timeout: SIGTERM ignored, a setsid child ignoring it
+	// too. 124, SIGKILL after the grace, and nothing left behind.
 	t2 := marker(t)
-	r = w.exec(t, "--timeout", "1", "--", "bash -c 'exec -a "+t2+" sleep 60'")
+	start = time.Now()
+	r = w.exec(t, "--timeout", "1", "--", "trap '' TERM; (setsid bash -c 'trap \"\" TERM HUP; exec -a "+t2+"-d sleep 60' </dev/null >/dev/null 2>&1 &); exec -a "+t2+" sleep 60")
 	if r.code != 124 {
 		t.Errorf("timeout: exit %d", r.code)
+	}
+	// SIGTERM was ignored (the control), so only SIGKILL after the 5 s
+	// grace ended it.
+	if el := time.Since(start); el < 5*time.Second || el > 20*time.Second {
+		t.Errorf("the timed-out run took %v, want the 1 s timeout plus the 5 s grace", el)
+	}
+	if ev := w.events(t); field(ev[len(ev)-1], "data", "execution", "status") != "timed_out" {
+		t.Errorf("timeout: status %v", field(ev[len(ev)-1], "data", "execution", "status"))
 	}
 	if pids := processesWith(t2); len(pids) > 0 {
 		t.Errorf("a timed-out process survived: %v", pids)
@@ -233,5 +263,22 @@ func TestGatewayKilled(t *testing.T) {
 			t.Fatalf("processes survived the gateway's SIGKILL: %v", pids)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestExecRelativeConfig: a --config relative to the working directory
+// runs sandboxed like an absolute one (the gateway masks its own config
+// file by path, which must reach bubblewrap absolute).
+func TestExecRelativeConfig(t *testing.T) {
+	t.Parallel()
+	w := newWorldBackend(t, false, sandboxPolicy, "auto")
+	rel, err := filepath.Rel(w.ws, w.cfg)
+	must(t, err)
+	r := w.gw(t, context.Background(), "", "--log-level", "error", "exec", "--config", rel, "--admin-dir", w.admin, "--", "cat "+w.cfg+" 2>&1 | head -c 40; echo; echo ran")
+	if r.code != 0 || !strings.HasSuffix(r.stdout, "ran\n") {
+		t.Fatalf("exec --config %s: %+v", rel, r)
+	}
+	if strings.Contains(r.stdout, "exec:") {
+		t.Fatalf("the gateway's own config was readable in the sandbox: %q", r.stdout)
 	}
 }

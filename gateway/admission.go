@@ -66,7 +66,8 @@ func (b admissionBackend) Redeem(ctx context.Context, uid int, req admission.Red
 	}
 	st := res.Structured
 	r := admission.Result{ExitCode: res.ExitCode(), Status: res.Status.String(), Reason: st.Reason, TimedOut: st.TimedOut,
-		Truncated: st.Truncated, SandboxMode: st.SandboxMode, RedactionCount: st.RedactionCount, DurationMs: st.DurationMs, EventID: st.EventID}
+		Truncated: st.Truncated, SandboxMode: st.SandboxMode, RedactionCount: st.RedactionCount, DurationMs: st.DurationMs, EventID: st.EventID,
+		ProtectedCreated: st.ProtectedCreated}
 	if res.IsError {
 		r.Message = res.Text
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -76,6 +77,9 @@ func runRelay(c *cli.Context) error {
 	}
 	if res.Message != "" {
 		fmt.Fprintln(errOut, res.Message)
+	}
+	if len(res.ProtectedCreated) > 0 {
+		fmt.Fprintf(errOut, "[protected paths created, reported to the operator for review: %s]\n", strings.Join(res.ProtectedCreated, ", "))
 	}
 	switch {
 	case res.ExitCode < 0 || res.ExitCode > 255:

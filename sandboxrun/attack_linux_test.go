@@ -270,7 +270,9 @@ func hostAddr() string {
 	return ""
 }
 
-const perlUnix = `perl -MSocket -e 'socket(my $s, AF_UNIX, SOCK_STREAM, 0) or die "socket: $!\n"; connect($s, pack_sockaddr_un($ARGV[0])) or die "connect: $!\n"; print "CONNECTED-$ARGV[1]\n"'`
+// perlUnix connects to the Unix socket $1 (a leading @ names an abstract
+// one: bash cannot pass the NUL) and prints CONNECTED-$2.
+const perlUnix = `perl -MSocket -e '(my $a = $ARGV[0]) =~ s/^@/\0/; socket(my $s, AF_UNIX, SOCK_STREAM, 0) or die "socket: $!\n"; connect($s, pack_sockaddr_un($a)) or die "connect $ARGV[1]: $!\n"; print "CONNECTED-$ARGV[1]\n"'`
 
 func networkAttack(t *testing.T, id identity, mode sandbox.SeccompMode) (outcome, map[string]*listener) {
 	ws := id.workspace(t)
@@ -291,7 +293,7 @@ curl -s -m 2 --noproxy '*' http://127.0.0.1:%[1]d/ ; echo "curl-lo=$?"
 curl -s -m 2 --noproxy '*' http://%[3]s:%[2]d/ ; echo "curl-if=$?"
 curl -s -m 2 http://example.com/ ; echo "curl-name=$?"
 %[4]s %[5]q unix 2>&1
-%[4]s "$(printf '\0')mitrity-test-%[6]s" abstract 2>&1
+%[4]s @mitrity-test-%[6]s abstract 2>&1
 getent hosts example.com && echo RESOLVED
 awk 'NR>2 {print "IF " $1}' /proc/net/dev
 `, lo, any, ip, perlUnix, filepath.Join(ws, "host.sock"), tag)
@@ -337,6 +339,9 @@ func TestAttackNetworkWithoutSeccomp(t *testing.T) {
 			assert.Check(t, is.Equal(ls[name].accepted.Load(), int32(0)), "host %s listener got a connection", name)
 		}
 		assert.Check(t, !strings.Contains(o.stdout, "CONNECTED-abstract"), o.stdout)
+		// Refused, not "no such file": the abstract name was tried, and
+		// the sandbox's network namespace has no such socket.
+		assert.Check(t, is.Contains(o.stdout, "connect abstract: Connection refused"), o.stdout)
 		assert.Check(t, !strings.Contains(o.stdout, "CONNECTED-lo"), o.stdout)
 	})
 }

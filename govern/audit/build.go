@@ -66,6 +66,11 @@ type Run struct {
 	// Limits says which bounds held; a missing limit is recorded as not
 	// enforced.
 	Limits map[Limit]LimitEnforcement
+	// ProtectedCreated are protected paths (git hooks and config, rc files,
+	// agent and editor settings) that did not exist before the run and do
+	// after it: the sandbox holds existing ones read-only, but cannot hold
+	// a missing one without creating it on the host.
+	ProtectedCreated []string
 }
 
 // Output is one stream as the executor saw it.
@@ -237,6 +242,7 @@ func executionOf(r *Run, s scrubber) *Execution {
 		CredentialsInjected: []string{},
 		Egress:              Egress{Allowed: r.EgressAllowed, Denied: r.EgressDenied, DeniedHosts: []string{}},
 		LimitsEnforced:      map[Limit]LimitEnforcement{},
+		ProtectedCreated:    []string{},
 	}
 	if r.SandboxMode != nil {
 		m := *r.SandboxMode
@@ -274,6 +280,9 @@ func executionOf(r *Run, s scrubber) *Execution {
 	x.Egress.Denied = max(x.Egress.Denied, len(x.Egress.DeniedHosts))
 	for _, l := range Limits() {
 		x.LimitsEnforced[l] = r.Limits[l] // missing: {false, ""}
+	}
+	for _, p := range r.ProtectedCreated {
+		x.ProtectedCreated = append(x.ProtectedCreated, s.scrub(p))
 	}
 	return x
 }

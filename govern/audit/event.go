@@ -169,6 +169,9 @@ type Execution struct {
 	CredentialsInjected []string                   `json:"credentials_injected"`
 	Egress              Egress                     `json:"egress"`
 	LimitsEnforced      map[Limit]LimitEnforcement `json:"limits_enforced"`
+	// ProtectedCreated lists protected paths the command created: absent
+	// before the run, present after it (detected, not prevented).
+	ProtectedCreated []string `json:"protected_created"`
 }
 
 // Stream is the size of one output stream.

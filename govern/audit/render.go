@@ -201,6 +201,12 @@ func RenderCard(w io.Writer, ev *Event) error {
 			p.line(fmt.Sprintf("    %s\t%s\t%d\t%s", oneLine(s.Path), s.SHA256, s.Size, pinMethodString(s.PinMethod)))
 		}
 	}
+	if len(x.ProtectedCreated) > 0 {
+		p.line("  Protected paths created (absent before the run; review before anything on the host uses them)")
+		for _, c := range x.ProtectedCreated {
+			p.line("    " + oneLine(c))
+		}
+	}
 	if x.Status.Started() {
 		p.line("  Limits enforced (false is a platform gap on this host, not a silent one)")
 	} else {

@@ -12,8 +12,8 @@ import (
 // holds its default when the file is silent. A Config built in code should
 // be checked with Validate before use.
 type Config struct {
-	// File is the file the config was loaded from, as given; empty for the
-	// embedded default.
+	// File is the file the config was loaded from, made absolute; empty
+	// for the embedded default.
 	File string
 	// Embedded is true when the config is the embedded default.
 	Embedded bool

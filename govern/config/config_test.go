@@ -145,7 +145,7 @@ func TestGoodConfigs(t *testing.T) {
 	full, err := fakeHost(files).Load("testdata/good/full.yaml")
 	assert.NilError(t, err)
 	want := &Config{
-		File: "testdata/good/full.yaml",
+		File: filepath.Join(dir, "full.yaml"),
 		Exec: Exec{
 			Enabled:    true,
 			Shell:      "/bin/sh",

@@ -130,7 +130,13 @@ func (l Loader) build(name string, w *wireConfig, doc *yamlfile.Doc) (*Config, e
 		dir = abs
 	}
 	c := defaults(h)
+	// Absolute: the sandbox masks the gateway's own files by path, and
+	// bubblewrap takes only absolute ones (a relative --config made every
+	// sandboxed run fail to start). Errors still name the file as given.
 	c.File = name
+	if abs, err := filepath.Abs(name); err == nil && name != "" {
+		c.File = abs
+	}
 	c.doc = doc
 	errs := &yamlfile.Errors{}
 	c.overlay(w, doc, dir, errs)

@@ -120,6 +120,9 @@ type Structured struct {
 	Reason  string `json:"reason,omitempty"`
 	Status  string `json:"status,omitempty"`
 	EventID string `json:"event_id,omitempty"`
+	// ProtectedCreated lists protected paths the command created (absent
+	// before the run): reported to the operator, not prevented.
+	ProtectedCreated []string `json:"protected_created,omitempty"`
 }
 
 // Result is what the agent sees.
@@ -385,7 +388,7 @@ func (s bound) run(ctx context.Context, pr *prepared, live Output) Result {
 		Stdout:         audit.Output{Redacted: []byte(stdout), Produced: r.Stdout.Bytes, Discarded: r.Stdout.Discarded, Truncated: r.Stdout.Truncated},
 		Stderr:         audit.Output{Redacted: []byte(stderr), Produced: r.Stderr.Bytes, Discarded: r.Stderr.Discarded, Truncated: r.Stderr.Truncated},
 		RedactionCount: redactions, Pins: a.Pins, PinMethod: audit.PinVerify, CredentialsInjected: r.CredentialsInjected,
-		Limits: limitsOf(r),
+		Limits: limitsOf(r), ProtectedCreated: r.ProtectedCreated,
 	}
 	if r.PinMethod == string(audit.PinBind) {
 		run.PinMethod = audit.PinBind
@@ -430,9 +433,19 @@ func (s bound) run(ctx context.Context, pr *prepared, live Output) Result {
 	if r.TimedOut {
 		stderr += fmt.Sprintf("\n[timed out after %ds: the command was sent SIGTERM, then SIGKILL]\n", ceiling)
 	}
+	var created []string
+	for _, p := range r.ProtectedCreated {
+		// A path the command chose may spell an injected credential.
+		b, _ := red.Redact([]byte(p))
+		created = append(created, string(b))
+	}
+	if len(created) > 0 {
+		stderr += fmt.Sprintf("\n[protected paths created, reported to the operator for review: %s]\n", strings.Join(created, ", "))
+	}
 	res := Result{Stdout: stdout, Stderr: stderr, Decision: govern.Decision{Outcome: govern.Allow}, Status: r.Status,
 		Structured: Structured{ExitCode: r.ExitCode, DurationMs: r.Duration.Milliseconds(), TimeoutSeconds: ceiling, TimedOut: r.TimedOut,
-			Truncated: truncated, SandboxMode: mode.String(), RedactionCount: redactions, EventID: id}}
+			Truncated: truncated, SandboxMode: mode.String(), RedactionCount: redactions, EventID: id,
+			ProtectedCreated: created}}
 	res.Text = stdout
 	if stderr != "" {
 		res.Text += "\n--- stderr ---\n" + stderr
