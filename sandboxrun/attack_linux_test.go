@@ -475,6 +475,39 @@ func TestAttackMemoryLimit(t *testing.T) {
 	})
 }
 
+// Under RLIMIT_AS (the memory bound without a cgroup) init may not map
+// another page, so the exec and the report of its failure are prepared
+// before the limit is set. A run with a large environment (large arrays
+// for execve) must still start, and a failed exec must still be reported
+// in words. (The crash this guards against, a Go heap that had to grow
+// after the limit, was seen once in the e2e suite and depends on the
+// heap's state; it is not reproduced on demand here.)
+func TestExecUnderMemoryLimit(t *testing.T) {
+	forEachIdentity(t, func(t *testing.T, id identity) {
+		ws := id.workspace(t)
+		big := make([]string, 20000)
+		for i := range big {
+			big[i] = fmt.Sprintf("V%05d=x", i)
+		}
+		for _, tc := range []struct{ name, argv0, status, msg string }{
+			{"runs", "/bin/bash", "completed", ""},
+			{"reports a failed exec", "/nonexistent/bash", "failed_to_start", "exec /nonexistent/bash: no such file or directory"},
+		} {
+			s := id.spec(ws, "echo ran")
+			s.Argv[0] = tc.argv0
+			s.Env = append(s.Env, big...)
+			s.Limits.MemoryBytes = 64 << 20
+			o := id.run(t, s)
+			assert.Check(t, is.Equal(o.Status.String(), tc.status), "%s: %s", tc.name, o.Message)
+			assert.Check(t, is.Contains(o.Message, tc.msg), tc.name)
+			assert.Check(t, !strings.Contains(o.Message, "out of memory"), "%s: %s", tc.name, o.Message)
+			if tc.status == "completed" {
+				assert.Check(t, is.Equal(o.stdout, "ran\n"), tc.name)
+			}
+		}
+	})
+}
+
 func TestAttackOutrunTimeout(t *testing.T) {
 	forEachIdentity(t, func(t *testing.T, id identity) {
 		ws := id.workspace(t)

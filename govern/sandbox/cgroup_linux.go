@@ -27,8 +27,9 @@ const cgroupV1Parent = "mitrity"
 const cgroupV2Prefix = "mitrity-"
 
 // execCgroup is one execution's cgroup: created before bubblewrap starts,
-// joined by the sandbox's first process while bubblewrap waits on its block
-// descriptor, removed after the run. A name starts with the pid of the
+// entered by the sandbox's init (v1: initproc.Join) or given the sandbox's
+// first process while bubblewrap waits on its block descriptor (v2: add),
+// removed after the run. A name starts with the pid of the
 // sandboxrun that made it, so a later run removes what a SIGKILLed one left.
 type execCgroup struct {
 	mgr     cgroups.Manager
@@ -247,7 +248,9 @@ func alive(pid int) bool {
 	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
 }
 
-// add moves pid (the sandbox's first process, blocked) into the cgroup.
+// add moves pid (the sandbox's first process, blocked) into a v2 cgroup.
+// It waits for an RCU grace period (the kernel's global threadgroup lock),
+// which v1 avoids by having init enter by itself.
 func (cg *execCgroup) add(pid int) error {
 	if cg.version == 1 {
 		return cg.mgr.Apply(pid)

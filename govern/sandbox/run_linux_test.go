@@ -390,3 +390,33 @@ func TestBwrapCommandLineNamesNoPath(t *testing.T) {
 		assert.Check(t, !strings.Contains(o.stdout, leak), "bwrap's command line names %q: %s", leak, o.stdout)
 	}
 }
+
+// TestJoinedFallback: a v1 controller init could not enter holds by the
+// rlimit init then set instead (RLIMIT_NPROC only binds a non-root uid),
+// and the run says why.
+func TestJoinedFallback(t *testing.T) {
+	planned := LimitsEnforced{Memory: enforced(MechanismCgroup), ProcessCount: enforced(MechanismCgroup)}
+	for _, tc := range []struct {
+		name      string
+		uid       int
+		notJoined map[string]string
+		want      LimitsEnforced
+	}{
+		{"joined", 1000, nil, planned},
+		{"memory not joined", 1000, map[string]string{"memory": "EACCES"},
+			LimitsEnforced{Memory: enforced(MechanismRlimit), ProcessCount: enforced(MechanismCgroup)}},
+		{"neither, as a user", 1000, map[string]string{"memory": "EACCES", "pids": "EACCES"},
+			LimitsEnforced{Memory: enforced(MechanismRlimit), ProcessCount: enforced(MechanismRlimit)}},
+		{"pids, as uid 0", 0, map[string]string{"pids": "EACCES"},
+			LimitsEnforced{Memory: enforced(MechanismCgroup), ProcessCount: Limit{}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := &execution{spec: &Spec{Limits: Limits{MemoryBytes: 64 << 20, Pids: 32}}, uid: tc.uid}
+			assert.Check(t, is.DeepEqual(e.joined(planned, tc.notJoined), tc.want))
+			assert.Check(t, is.Len(e.notes, len(tc.notJoined)))
+			for c := range tc.notJoined {
+				assert.Check(t, is.Contains(strings.Join(e.notes, "; "), "joining the "+c+" cgroup"))
+			}
+		})
+	}
+}

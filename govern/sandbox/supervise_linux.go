@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -92,8 +94,24 @@ func (e *execution) start(ctx context.Context, l Layout) (Result, bool) {
 	for i := range l.CredFiles {
 		l.CredFiles[i].FD += shift
 	}
+	// A v1 cgroup is entered by init itself (initproc.Join: cheap, and off
+	// the critical path); a v2 one takes the sandbox's first process by
+	// pid while bubblewrap waits on its block descriptor.
 	var blkW *os.File
-	if e.cg != nil {
+	var joins []initproc.Join
+	if e.cg != nil && e.cg.version == 1 {
+		for _, c := range slices.Sorted(maps.Keys(e.cg.paths)) {
+			f, err := os.OpenFile(filepath.Join(e.cg.paths[c], "tasks"), os.O_WRONLY, 0)
+			if err != nil {
+				return fail(fmt.Errorf("cgroup %s: %w", c, err))
+			}
+			j := initproc.Join{FD: e.pass(f), Controller: c}
+			if rl, ok := e.fallback(c); ok {
+				j.Fallback = &rl
+			}
+			joins = append(joins, j)
+		}
+	} else if e.cg != nil {
 		var blkR *os.File
 		if blkR, blkW, err = os.Pipe(); err != nil {
 			return fail(err)
@@ -162,7 +180,7 @@ func (e *execution) start(ctx context.Context, l Layout) (Result, bool) {
 			defer unix.Close(fd)
 		}
 	}
-	if e.cg != nil {
+	if blkW != nil {
 		if sb.pid <= 0 {
 			e.cg.destroy()
 			e.cg = nil
@@ -181,6 +199,7 @@ func (e *execution) start(ctx context.Context, l Layout) (Result, bool) {
 			Env:     e.env(),
 			Rlimits: rl,
 			Bridge:  bridgeEnd != nil,
+			Join:    joins,
 		})
 		cfgW.Close()
 	}()
@@ -230,7 +249,7 @@ func (e *execution) start(ctx context.Context, l Layout) (Result, bool) {
 			e.notes = append(e.notes, fmt.Sprintf("the filter was given to bubblewrap but init reports Seccomp: %q", st.seccomp))
 		}
 	}
-	res.LimitsEnforced = limits
+	res.LimitsEnforced = e.joined(limits, st.notJoined)
 	if !gone {
 		res.LimitsEnforced.DaemonKill = Limit{}
 		e.notes = append(e.notes, "a process of the sandbox was still alive 5s after the command ended")
@@ -309,8 +328,9 @@ func (e *execution) env() []string {
 	return env
 }
 
-// limitPlan decides, once the cgroup is joined or not, which mechanism
-// holds each bound, and the rlimits init sets on the command.
+// limitPlan decides which mechanism holds each bound, with the cgroup as
+// planned (joined, or for v1 to be joined by init: see joined), and the
+// rlimits init sets on the command.
 func (e *execution) limitPlan(l Layout) (LimitsEnforced, []initproc.Rlimit) {
 	lim := e.spec.Limits
 	le := LimitsEnforced{DaemonKill: enforced(MechanismPidns)}
@@ -327,24 +347,22 @@ func (e *execution) limitPlan(l Layout) (LimitsEnforced, []initproc.Rlimit) {
 	} else if lim.TmpfsBytes > 0 {
 		e.notes = append(e.notes, "tmpfs size not enforced: bubblewrap older than 0.8.0 has no --size")
 	}
-	if lim.MemoryBytes > 0 {
-		if e.cg != nil && e.cg.memory {
-			le.Memory = enforced(MechanismCgroup)
-		} else {
-			rl = append(rl, initproc.Rlimit{Resource: unix.RLIMIT_AS, Value: uint64(lim.MemoryBytes)})
-			le.Memory = enforced(MechanismRlimit)
+	bound := func(controller string, inCgroup bool) Limit {
+		if inCgroup {
+			return enforced(MechanismCgroup)
 		}
+		if r, ok := e.fallback(controller); ok {
+			rl = append(rl, r)
+			return enforced(MechanismRlimit)
+		}
+		return Limit{}
+	}
+	if lim.MemoryBytes > 0 {
+		le.Memory = bound("memory", e.cg != nil && e.cg.memory)
 	}
 	if lim.Pids > 0 {
-		switch {
-		case e.cg != nil && e.cg.pids:
-			le.ProcessCount = enforced(MechanismCgroup)
-		case e.uid != 0:
-			// Counted per user namespace: the sandbox's uid has no other
-			// task in its namespace, so the bound is the run's own.
-			rl = append(rl, initproc.Rlimit{Resource: unix.RLIMIT_NPROC, Value: uint64(lim.Pids)})
-			le.ProcessCount = enforced(MechanismRlimit)
-		default:
+		le.ProcessCount = bound("pids", e.cg != nil && e.cg.pids)
+		if !le.ProcessCount.Enforced {
 			e.notes = append(e.notes, "process count not enforced: no cgroup ("+e.cgReason+") and RLIMIT_NPROC does not bind uid 0")
 		}
 	}
@@ -352,6 +370,42 @@ func (e *execution) limitPlan(l Layout) (LimitsEnforced, []initproc.Rlimit) {
 		e.notes = append(e.notes, "no cgroup, rlimits instead: "+e.cgReason)
 	}
 	return le, rl
+}
+
+// fallback is the rlimit that bounds what a cgroup controller would when
+// there is no cgroup: RLIMIT_AS for memory (per process); RLIMIT_NPROC for
+// processes, counted per user namespace, so that the sandbox's uid, which
+// has no other task in its namespace, is bound to the run's own (never for
+// uid 0, which it does not bind).
+func (e *execution) fallback(controller string) (initproc.Rlimit, bool) {
+	lim := e.spec.Limits
+	switch controller {
+	case "memory":
+		return initproc.Rlimit{Resource: unix.RLIMIT_AS, Value: uint64(lim.MemoryBytes)}, lim.MemoryBytes > 0
+	case "pids":
+		return initproc.Rlimit{Resource: unix.RLIMIT_NPROC, Value: uint64(lim.Pids)}, lim.Pids > 0 && e.uid != 0
+	}
+	return initproc.Rlimit{}, false
+}
+
+// joined corrects the plan with what init reported: a v1 controller it
+// could not enter holds by its fallback rlimit (which init then set), or
+// not at all.
+func (e *execution) joined(le LimitsEnforced, notJoined map[string]string) LimitsEnforced {
+	for _, c := range slices.Sorted(maps.Keys(notJoined)) {
+		e.notes = append(e.notes, fmt.Sprintf("joining the %s cgroup: %s", c, notJoined[c]))
+		l := Limit{}
+		if _, ok := e.fallback(c); ok {
+			l = enforced(MechanismRlimit)
+		}
+		switch c {
+		case "memory":
+			le.Memory = l
+		case "pids":
+			le.ProcessCount = l
+		}
+	}
+	return le
 }
 
 // readInfo returns the pid bubblewrap reports on its info descriptor, or
@@ -387,10 +441,11 @@ func readStatuses(r io.Reader) []initproc.Status {
 
 // statusSummary is what init reported.
 type statusSummary struct {
-	exec    bool
-	execErr string // an error after the exec line: execve failed
-	err     string // an error before it
-	seccomp string
+	exec      bool
+	execErr   string // an error after the exec line: execve failed
+	err       string // an error before it
+	seccomp   string
+	notJoined map[string]string // cgroup controllers init could not enter
 }
 
 func summarize(ss []initproc.Status) statusSummary {
@@ -398,7 +453,7 @@ func summarize(ss []initproc.Status) statusSummary {
 	for _, s := range ss {
 		switch {
 		case s.Exec:
-			out.exec, out.seccomp = true, s.Seccomp
+			out.exec, out.seccomp, out.notJoined = true, s.Seccomp, s.NotJoined
 		case s.Error != "" && out.exec:
 			out.execErr = s.Error
 		case s.Error != "":

@@ -20,6 +20,18 @@ type Config struct {
 	// on FDBridge; the supervisor forwards its connections to the egress
 	// proxy.
 	Bridge bool `json:"bridge"`
+	// Join are the cgroups (v1) init enters before it becomes the command.
+	Join []Join `json:"join,omitempty"`
+}
+
+// Join is one cgroup v1 controller's per-execution cgroup.
+type Join struct {
+	// FD is the cgroup's "tasks" file, opened for writing by the
+	// supervisor: the kernel checks the opener's credentials, not init's.
+	FD         int    `json:"fd"`
+	Controller string `json:"controller"`
+	// Fallback is the rlimit init sets instead when it cannot join.
+	Fallback *Rlimit `json:"fallback,omitempty"`
 }
 
 // Rlimit is one resource bound init sets on itself before it becomes the
@@ -37,6 +49,9 @@ type Status struct {
 	Seccomp string `json:"seccomp,omitempty"`
 	Exec    bool   `json:"exec,omitempty"`
 	Error   string `json:"error,omitempty"`
+	// NotJoined names each controller of Config.Join init could not
+	// enter, with the error (the exec line carries it).
+	NotJoined map[string]string `json:"not_joined,omitempty"`
 }
 
 // ErrUnsupported is Main's answer where there is no sandbox (not Linux).
