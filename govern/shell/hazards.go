@@ -3,7 +3,6 @@ package shell
 import (
 	"fmt"
 	"regexp"
-	"sort"
 	"strings"
 )
 
@@ -237,227 +236,13 @@ func unknownHazards(base string, p parsed) []hazard {
 	return nil
 }
 
-// ---------------------------------------------------------------------------
-// Option parsing. Finding an option means parsing the way the tool does:
-// clusters (-xzf), attached arguments (-ICMD, --opt=V), GNU abbreviations
-// (--to-com=CMD) and option-argument words that look like options.
-
-type argMode uint8
-
-const (
-	argNone     argMode = iota
-	argRequired         // attached (-xV, --long=V) or the next word
-	argOptional         // attached only
-)
-
-// getopt describes a tool's command line closely enough to tell options from
-// operands and to find each option's argument.
-type getopt struct {
-	short map[byte]argMode
-	// attached overrides short for letters whose attached argument is not the
-	// whole rest of the word (perl -l0ne): it returns how many bytes to take.
-	attached map[byte]func(rest string) int
-	long     map[string]argMode
-	stop     map[string]bool // options after which every word is an operand (python -c)
-	permute  bool            // GNU getopt: options may follow operands
-	abbrev   bool            // unambiguous prefixes of long options are accepted
-}
-
-type option struct {
-	name   string // "e" for -e, "expression" for --expression
-	long   bool
-	val    Word
-	hasVal bool
-}
-
-func (o option) String() string {
-	if o.long {
-		return "--" + o.name
-	}
-	return "-" + o.name
-}
-
-type parsed struct {
-	opts     []option
-	operands []Word
-	unknown  []Word // dynamic words that may be options we cannot see
-}
-
-func (p parsed) has(names ...string) bool {
-	for _, o := range p.opts {
-		for _, n := range names {
-			if o.name == n {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// shorts builds a short-option table from a getopt string: "e:" takes an
-// argument, "i::" an attached optional one.
-func shorts(spec string) map[byte]argMode {
-	m := map[byte]argMode{}
-	for i := 0; i < len(spec); i++ {
-		c, mode := spec[i], argNone
-		if i+1 < len(spec) && spec[i+1] == ':' {
-			mode, i = argRequired, i+1
-			if i+1 < len(spec) && spec[i+1] == ':' {
-				mode, i = argOptional, i+1
-			}
-		}
-		m[c] = mode
-	}
-	return m
-}
-
-// longs builds a long-option table: "name:" takes an argument, "name::" an
-// optional one given with =.
-func longs(spec ...string) map[string]argMode {
-	m := map[string]argMode{}
-	for _, s := range spec {
-		switch {
-		case strings.HasSuffix(s, "::"):
-			m[s[:len(s)-2]] = argOptional
-		case strings.HasSuffix(s, ":"):
-			m[s[:len(s)-1]] = argRequired
-		default:
-			m[s] = argNone
-		}
-	}
-	return m
-}
-
+// set makes a set of option ids or names.
 func set(names ...string) map[string]bool {
 	m := map[string]bool{}
 	for _, n := range names {
 		m[n] = true
 	}
 	return m
-}
-
-// parse splits args into options and operands as the tool's getopt would.
-func (g *getopt) parse(args []Word) parsed {
-	var p parsed
-	stopped := false
-	for i := 0; i < len(args); i++ {
-		w := args[i]
-		if stopped {
-			p.operands = append(p.operands, w)
-			continue
-		}
-		lit := litPrefix(w)
-		if isWord(w, "--") {
-			stopped = true
-			continue
-		}
-		if !strings.HasPrefix(lit, "-") || isWord(w, "-") {
-			if w.Dynamic && lit == "" && mayBeOption(w) {
-				p.unknown = append(p.unknown, w)
-			}
-			p.operands = append(p.operands, w)
-			stopped = !g.permute
-			continue
-		}
-		var opts []option
-		if strings.HasPrefix(lit, "--") {
-			opts, i = g.parseLong(args, i, &p)
-		} else {
-			opts, i = g.parseShort(args, i, &p)
-		}
-		p.opts = append(p.opts, opts...)
-		for _, o := range opts {
-			stopped = stopped || g.stop[o.name]
-		}
-	}
-	return p
-}
-
-// parseLong reads --name, --name=value or --name value (for argRequired).
-func (g *getopt) parseLong(args []Word, i int, p *parsed) ([]option, int) {
-	w := args[i]
-	name, _, hasEq := strings.Cut(litPrefix(w)[2:], "=")
-	if w.Dynamic && !hasEq {
-		p.unknown = append(p.unknown, w)
-		return nil, i
-	}
-	names, mode := g.resolveLong(name)
-	var val Word
-	hasVal := false
-	switch {
-	case hasEq:
-		val, hasVal = Word{Value: w.Value[2+len(name)+1:], Dynamic: w.Dynamic}, true
-	case mode == argRequired && i+1 < len(args):
-		i++
-		val, hasVal = args[i], true
-	}
-	out := make([]option, 0, len(names))
-	for _, n := range names {
-		out = append(out, option{name: n, long: true, val: val, hasVal: hasVal})
-	}
-	return out, i
-}
-
-// resolveLong finds the long options name stands for. An abbreviation that
-// fits several options is an error to the tool; all of them are returned so
-// that none that runs code is missed.
-func (g *getopt) resolveLong(name string) ([]string, argMode) {
-	if m, ok := g.long[name]; ok {
-		return []string{name}, m
-	}
-	if !g.abbrev || name == "" {
-		return []string{name}, argNone
-	}
-	var names []string
-	mode := argNone
-	for n, m := range g.long {
-		if strings.HasPrefix(n, name) {
-			names = append(names, n)
-			if m == argRequired {
-				mode = argRequired
-			}
-		}
-	}
-	if len(names) == 0 {
-		return []string{name}, argNone
-	}
-	sort.Strings(names)
-	return names, mode
-}
-
-// parseShort reads one cluster such as -xzf FILE, -ICMD or -lne CODE.
-func (g *getopt) parseShort(args []Word, i int, p *parsed) ([]option, int) {
-	w := args[i]
-	lit := litPrefix(w)
-	var out []option
-	for j := 1; j < len(lit); j++ {
-		c := string(lit[j])
-		if f := g.attached[lit[j]]; f != nil {
-			n := f(lit[j+1:])
-			out = append(out, option{name: c, val: Word{Value: lit[j+1 : j+1+n]}, hasVal: n > 0})
-			j += n
-			continue
-		}
-		mode := g.short[lit[j]]
-		if mode == argNone {
-			out = append(out, option{name: c})
-			if g.stop[c] {
-				break
-			}
-			continue
-		}
-		if rest := w.Value[j+1:]; rest != "" {
-			return append(out, option{name: c, val: Word{Value: rest, Dynamic: w.Dynamic}, hasVal: true}), i
-		}
-		if mode == argRequired && i+1 < len(args) {
-			return append(out, option{name: c, val: args[i+1], hasVal: true}), i + 1
-		}
-		return append(out, option{name: c}), i
-	}
-	if w.Dynamic {
-		p.unknown = append(p.unknown, w) // the letters after the known ones are unknown
-	}
-	return out, i
 }
 
 // ---------------------------------------------------------------------------
@@ -479,17 +264,17 @@ func interpHazards(it *interp) toolFunc {
 		var out []hazard
 		quiet := false
 		for _, o := range p.opts {
-			if d, ok := it.code[o.name]; ok {
+			if d, ok := it.code[o.id]; ok {
 				if strings.Contains(d, "%s") {
-					d = fmt.Sprintf(d, o.val.Value)
+					d = fmt.Sprintf(d, o.arg.Value)
 				}
 				out = append(out, hz(FlagInlineCode, base+" "+o.String()+" "+d))
-				if o.val.Dynamic {
+				if o.arg.Dynamic {
 					out = append(out, hz(FlagOpaque, base+" "+o.String()+" runs code known only at run time"))
 				}
 				quiet = true
 			}
-			quiet = quiet || it.noStdin[o.name]
+			quiet = quiet || it.noStdin[o.id]
 		}
 		if it.extra != nil {
 			out = append(out, it.extra(base, p)...)
@@ -508,9 +293,10 @@ const runsInline = "runs inline code"
 
 var pythonSpec = interp{
 	g: getopt{
-		short: shorts("c:m:W:X:"),
+		short: "+c:m:W:X:",
 		long:  longs("check-hash-based-pycs:", "help", "version", "help-env", "help-xoptions", "help-all"),
 		stop:  set("c", "m"),
+		exact: true,
 	},
 	// -m runs an installed module, like a script file: not flagged.
 	code:    map[string]string{"c": runsInline},
@@ -541,7 +327,7 @@ func takeIfFirst(chars string) func(string) int {
 
 var perlSpec = interp{
 	g: getopt{
-		short: shorts("e:E:I:"),
+		short: "+e:E:I:",
 		attached: map[byte]func(string) int{
 			'l': takeSet("01234567"), '0': takeSet("0123456789abcdefABCDEFxX"),
 			'C': takeSet("0123456789IOESioDALaW"), 'i': takeAll, 'x': takeAll, 'F': takeAll,
@@ -556,10 +342,10 @@ var perlSpec = interp{
 		// -MFoo becomes `use Foo;`: anything but a module name and import list is code.
 		var out []hazard
 		for _, o := range p.opts {
-			v := o.val.Value
-			if o.name == "d" && strings.HasPrefix(v, ":") {
+			v := o.arg.Value
+			if o.id == "d" && strings.HasPrefix(v, ":") {
 				v = v[1:]
-			} else if o.name != "M" && o.name != "m" {
+			} else if o.id != "M" && o.id != "m" {
 				continue
 			}
 			if v != "" && !perlModule.MatchString(v) {
@@ -574,12 +360,13 @@ var perlModule = regexp.MustCompile(`^-?[A-Za-z_][A-Za-z0-9_:]*(=[A-Za-z0-9_:,.\
 
 var rubySpec = interp{
 	g: getopt{
-		short: shorts("e:r:I:C:E:"),
+		short: "+e:r:I:C:E:",
 		attached: map[byte]func(string) int{
 			'x': takeAll, 'i': takeAll, 'F': takeAll, '0': takeSet("0123456789abcdefABCDEFxX"),
 			'K': takeSet("eEsSuUnNaA"), 'T': takeSet("0123456789"), 'W': takeSet("0123456789:abcdefghijklmnopqrstuvwxyz-"),
 		},
-		long: longs("enable:", "disable:", "encoding:", "external-encoding:", "internal-encoding:"),
+		long:  longs("enable:", "disable:", "encoding:", "external-encoding:", "internal-encoding:"),
+		exact: true,
 	},
 	code:    map[string]string{"e": runsInline},
 	noStdin: set("v", "h", "version", "help", "copyright"),
@@ -588,7 +375,7 @@ var rubySpec = interp{
 
 var nodeSpec = interp{
 	g: getopt{
-		short: shorts("e:p:r:C:"),
+		short: "+e:p:r:C:",
 		long: longs("eval:", "print:", "require:", "import:", "loader:", "experimental-loader:",
 			"input-type:", "title:", "conditions:", "env-file:", "env-file-if-exists:", "inspect-port:",
 			"debug-port:", "redirect-warnings:", "icu-data-dir:", "openssl-config:", "tls-cipher-list:",
@@ -598,6 +385,7 @@ var nodeSpec = interp{
 			"test-skip-pattern:", "experimental-config-file:", "disable-warning:", "localstorage-file:",
 			"run:", "stack-trace-limit:", "use-largepages:", "unhandled-rejections:", "trace-event-categories:",
 			"trace-event-file-pattern:", "cpu-prof-dir:", "cpu-prof-name:", "heap-prof-dir:", "heap-prof-name:"),
+		exact: true,
 	},
 	code:    map[string]string{"e": runsInline, "p": runsInline, "eval": runsInline, "print": runsInline},
 	noStdin: set("v", "h", "c", "version", "help", "check", "v8-options", "run"),
@@ -605,11 +393,11 @@ var nodeSpec = interp{
 	extra: func(base string, p parsed) []hazard {
 		var out []hazard
 		for _, o := range p.opts {
-			switch o.name {
+			switch o.id {
 			case "run":
 				out = append(out, hz(FlagExecOption, base+" --run runs a package.json script through a shell"))
 			case "r", "require", "import", "loader", "experimental-loader":
-				if v := strings.ToLower(litPrefix(o.val)); strings.HasPrefix(v, "data:") || o.val.Dynamic && strings.HasPrefix("data:", v) {
+				if v := strings.ToLower(litPrefix(o.arg)); strings.HasPrefix(v, "data:") || o.arg.Dynamic && strings.HasPrefix("data:", v) {
 					out = append(out, hz(FlagInlineCode, base+" "+o.String()+" loads code from a data: URL"))
 				}
 			}
@@ -620,10 +408,11 @@ var nodeSpec = interp{
 
 var phpSpec = interp{
 	g: getopt{
-		short: shorts("c:d:f:r:B:R:F:E:S:t:z:"),
+		short: "+c:d:f:r:B:R:F:E:S:t:z:",
 		long: longs("php-ini:", "define:", "file:", "run:", "process-begin:", "process-code:",
 			"process-file:", "process-end:", "server:", "docroot:", "zend-extension:",
 			"rf:", "rc:", "re:", "rz:", "ri:"),
+		exact: true,
 	},
 	code: map[string]string{"r": runsInline, "run": runsInline, "B": runsInline, "R": runsInline,
 		"E": runsInline, "process-begin": runsInline, "process-code": runsInline, "process-end": runsInline,
@@ -633,10 +422,10 @@ var phpSpec = interp{
 	stdin: true,
 	extra: func(base string, p parsed) []hazard {
 		for _, o := range p.opts {
-			if o.name != "d" && o.name != "define" {
+			if o.id != "d" && o.id != "define" {
 				continue
 			}
-			k, _, _ := strings.Cut(strings.ToLower(litPrefix(o.val)), "=")
+			k, _, _ := strings.Cut(strings.ToLower(litPrefix(o.arg)), "=")
 			switch strings.TrimSpace(k) {
 			case "auto_prepend_file", "auto_append_file", "extension", "zend_extension", "extension_dir":
 				return []hazard{hz(FlagInlineCode, base+" -d "+strings.TrimSpace(k)+" loads code")}
@@ -647,33 +436,33 @@ var phpSpec = interp{
 }
 
 var luaSpec = interp{
-	g:       getopt{short: shorts("e:l:")},
+	g:       getopt{short: "+e:l:"},
 	code:    map[string]string{"e": runsInline},
 	noStdin: set("v"),
 	stdin:   true,
 }
 
 var rscriptSpec = interp{
-	g:       getopt{short: shorts("e:"), long: longs("default-packages:")},
+	g:       getopt{short: "+e:", long: longs("default-packages:"), exact: true},
 	code:    map[string]string{"e": runsInline},
 	noStdin: set("version", "help", "h"),
 }
 
 var rSpec = interp{
-	g:       getopt{short: shorts("e:f:d:g:"), long: longs("file:", "args", "debugger:", "gui:")},
+	g:       getopt{short: "+e:f:d:g:", long: longs("file:", "args", "debugger:", "gui:"), exact: true},
 	code:    map[string]string{"e": runsInline},
 	noStdin: set("f", "file", "version", "help", "h"),
 	stdin:   true,
 }
 
 var osascriptSpec = interp{
-	g:     getopt{short: shorts("e:l:s:")},
+	g:     getopt{short: "+e:l:s:"},
 	code:  map[string]string{"e": runsInline},
 	stdin: true,
 }
 
 var expectSpec = interp{
-	g:       getopt{short: shorts("c:f:D:")},
+	g:       getopt{short: "+c:f:D:"},
 	code:    map[string]string{"c": runsInline},
 	noStdin: set("f", "v"),
 	stdin:   true,
@@ -712,11 +501,13 @@ func simpleCode(flags ...string) toolFunc {
 	}
 }
 
+var shellCodeGetopt = getopt{short: "+c:C:", long: longs("command:", "init-command:"), exact: true}
+
 // shellCode covers non-POSIX shells, whose -c text the analyzer cannot parse.
 func shellCode(base string, args []Word) []hazard {
-	p := (&getopt{short: shorts("c:C:"), long: longs("command:", "init-command:")}).parse(args)
+	p := shellCodeGetopt.parse(args)
 	for _, o := range p.opts {
-		if o.name == "c" || o.name == "C" || o.name == "command" || o.name == "init-command" {
+		if o.id == "c" || o.id == "C" || o.id == "command" || o.id == "init-command" {
 			return []hazard{hz(FlagInlineCode, base+" "+o.String()+" "+runsInline)}
 		}
 	}
@@ -767,16 +558,18 @@ func pwshHazards(base string, args []Word) []hazard {
 	return []hazard{hz(FlagInlineCode, base+" reads commands from stdin")}
 }
 
+var denoGetopt = getopt{
+	short: "c:L:e:",
+	long:  longs("config:", "import-map:", "lock:", "cert:", "location:", "seed:", "log-level:", "eval:", "eval-file:", "env-file::"),
+	exact: true,
+}
+
 // denoHazards: deno eval CODE, deno repl, deno task (a shell), deno run URL.
 func denoHazards(base string, args []Word) []hazard {
-	p := (&getopt{
-		short:   shorts("c:L:e:"),
-		long:    longs("config:", "import-map:", "lock:", "cert:", "location:", "seed:", "log-level:", "eval:", "eval-file:", "env-file::"),
-		permute: true,
-	}).parse(args)
+	p := denoGetopt.parse(args)
 	out := unknownHazards(base, p)
 	for _, o := range p.opts {
-		if o.name == "e" || o.name == "eval" || o.name == "eval-file" {
+		if o.id == "e" || o.id == "eval" || o.id == "eval-file" {
 			out = append(out, hz(FlagInlineCode, base+" "+o.String()+" "+runsInline))
 		}
 	}
@@ -807,12 +600,15 @@ func denoHazards(base string, args []Word) []hazard {
 	return out
 }
 
+var bunGetopt = getopt{short: "+e:p:r:c:", long: longs("eval:", "print:", "preload:", "config:", "cwd:",
+	"env-file:"), exact: true}
+
 // bunHazards: bun -e/--eval/-p/--print CODE, bun exec CMD (bun's shell).
 func bunHazards(base string, args []Word) []hazard {
-	p := (&getopt{short: shorts("e:p:r:c:"), long: longs("eval:", "print:", "preload:", "config:", "cwd:", "env-file:")}).parse(args)
+	p := bunGetopt.parse(args)
 	out := unknownHazards(base, p)
 	for _, o := range p.opts {
-		switch o.name {
+		switch o.id {
 		case "e", "p", "eval", "print":
 			out = append(out, hz(FlagInlineCode, base+" "+o.String()+" "+runsInline))
 		}
@@ -827,14 +623,13 @@ func bunHazards(base string, args []Word) []hazard {
 // awk: the program text can run commands through system(), pipes and getline.
 
 var awkGetopt = getopt{
-	short: shorts("f:v:F:e:E:i:l:W:d::D::L::o::p::"),
+	short: "+f:v:F:e:E:i:l:W:d::D::L::o::p::",
 	long: longs("file:", "assign:", "field-separator:", "source:", "exec:", "include:", "load:",
 		"dump-variables::", "debug::", "lint::", "pretty-print::", "profile::", "sandbox",
 		"characters-as-bytes", "traditional", "copyright", "gen-pot", "help", "version",
 		"bignum", "use-lc-numeric", "non-decimal-data", "optimize", "no-optimize", "posix",
 		"re-interval", "csv", "lint-old", "trace"),
-	stop:   set("E", "exec"),
-	abbrev: true,
+	stop: set("E", "exec"),
 }
 
 // awkHazards finds the program text (the first operand, or -e/--source) and
@@ -845,17 +640,17 @@ func awkHazards(base string, args []Word) []hazard {
 	var progs, files, loads []Word
 	sandbox, named := false, false
 	for _, o := range p.opts {
-		switch o.name {
+		switch o.id {
 		case "e", "source":
-			progs, named = append(progs, o.val), true
+			progs, named = append(progs, o.arg), true
 		case "f", "file", "E", "exec", "i", "include":
-			files, named = append(files, o.val), true
+			files, named = append(files, o.arg), true
 		case "l", "load":
-			loads = append(loads, o.val)
+			loads = append(loads, o.arg)
 		case "S", "sandbox":
 			sandbox = true
 		case "W":
-			k, v, _ := strings.Cut(litPrefix(o.val), "=")
+			k, v, _ := strings.Cut(litPrefix(o.arg), "=")
 			switch strings.ToLower(k) {
 			case "sandbox":
 				sandbox = true
@@ -1033,12 +828,10 @@ func skipAwkRegex(s string, i int) int {
 // sed (GNU): the e command and the e flag of s run commands.
 
 var sedGetopt = getopt{
-	short: shorts("e:f:l:i::nrsuzEb"),
+	short: "e:f:l:i::nrsuzEb",
 	long: longs("expression:", "file:", "line-length:", "in-place::", "quiet", "silent", "posix",
 		"regexp-extended", "separate", "sandbox", "unbuffered", "binary", "follow-symlinks",
 		"null-data", "zero-terminated", "debug", "help", "version"),
-	permute: true,
-	abbrev:  true,
 }
 
 // sedHazards joins the -e scripts with newlines, as sed does (or takes the
@@ -1049,11 +842,11 @@ func sedHazards(base string, args []Word) []hazard {
 	var parts []Word
 	var files []Word
 	for _, o := range p.opts {
-		switch o.name {
+		switch o.id {
 		case "e", "expression":
-			parts = append(parts, o.val)
+			parts = append(parts, o.arg)
 		case "f", "file":
-			files = append(files, o.val)
+			files = append(files, o.arg)
 		}
 	}
 	if len(parts) == 0 && len(files) == 0 && len(p.operands) > 0 {
@@ -1299,7 +1092,7 @@ func (p *sedParser) subst() {
 // tar (GNU): options that name a command tar runs through sh -c.
 
 var tarGetopt = getopt{
-	short: shorts("b:C:f:F:g:H:I:K:L:N:T:V:X:"),
+	short: "b:C:f:F:g:H:I:K:L:N:T:V:X:",
 	long: longs("checkpoint-action:", "to-command:", "use-compress-program:", "rsh-command:",
 		"info-script:", "new-volume-script:", "checkpoint::", "directory:", "file:", "files-from:",
 		"exclude:", "exclude-from:", "transform:", "xform:", "format:", "owner:", "group:", "mode:",
@@ -1323,8 +1116,6 @@ var tarGetopt = getopt{
 		"check-links", "block-number", "restrict", "posix", "old-archive", "portability", "preserve-order",
 		"same-order", "no-overwrite-dir", "overwrite-dir", "delay-directory-restore",
 		"no-delay-directory-restore", "ignore-command-error", "no-ignore-command-error"),
-	permute: true,
-	abbrev:  true,
 }
 
 // tarHazards also reads the old form, where the first word is a cluster of
@@ -1340,10 +1131,11 @@ func tarHazards(base string, args []Word) []hazard {
 			out = append(out, opaqueArg(base))
 		}
 		j := 1
-		for _, c := range []byte(litPrefix(w)) {
-			o := option{name: string(c)}
-			if tarGetopt.short[c] == argRequired && j < len(args) {
-				o.val, o.hasVal = args[j], true
+		lit := litPrefix(w)
+		for k := range len(lit) {
+			o := option{id: lit[k : k+1], name: lit[k : k+1]}
+			if a, _ := tarGetopt.shortArity(lit[k]); a == requiredArg && j < len(args) {
+				o.arg, o.hasArg = args[j], true
 				j++
 			}
 			opts = append(opts, o)
@@ -1355,13 +1147,13 @@ func tarHazards(base string, args []Word) []hazard {
 	out = append(out, unknownHazards(base, p)...)
 	for _, o := range opts {
 		var what string
-		switch o.name {
+		switch o.id {
 		case "checkpoint-action":
-			v := litPrefix(o.val)
+			v := litPrefix(o.arg)
 			if strings.HasPrefix(v, "exec=") {
-				code := Word{Value: o.val.Value[len("exec="):], Dynamic: o.val.Dynamic}
+				code := Word{Value: o.arg.Value[len("exec="):], Dynamic: o.arg.Dynamic}
 				out = append(out, hzCode(FlagExecOption, base+" --checkpoint-action=exec runs a command", code))
-			} else if o.val.Dynamic && strings.HasPrefix("exec=", v) {
+			} else if o.arg.Dynamic && strings.HasPrefix("exec=", v) {
 				out = append(out, hz(FlagExecOption, base+" --checkpoint-action may run a command"), hz(FlagOpaque, base+" --checkpoint-action is dynamic"))
 			}
 			continue
@@ -1376,8 +1168,8 @@ func tarHazards(base string, args []Word) []hazard {
 		default:
 			continue
 		}
-		if o.hasVal {
-			out = append(out, hzCode(FlagExecOption, base+" "+what+" runs a command", o.val))
+		if o.hasArg {
+			out = append(out, hzCode(FlagExecOption, base+" "+what+" runs a command", o.arg))
 		}
 	}
 	return out
@@ -1419,7 +1211,7 @@ func zipHazards(base string, args []Word) []hazard {
 
 // sshGetopt: OpenSSH parses options before the destination and, once more,
 // between the destination and the remote command.
-var sshGetopt = getopt{short: shorts("B:b:c:D:E:e:F:I:i:J:L:l:m:O:o:P:p:Q:R:S:W:w:")}
+var sshGetopt = getopt{short: "+B:b:c:D:E:e:F:I:i:J:L:l:m:O:o:P:p:Q:R:S:W:w:"}
 
 // sshHazards: words after the destination (and its second option list) are a
 // command run on the remote host.
@@ -1451,20 +1243,20 @@ func sshHazards(base string, args []Word) []hazard {
 	return out
 }
 
-func hasOpt(opts []option, names ...string) bool {
-	return parsed{opts: opts}.has(names...)
+func hasOpt(opts []option, ids ...string) bool {
+	return parsed{opts: opts}.has(ids...)
 }
 
 // sshOptionHazards judges the options ssh, scp and sftp share: -o, -F, -I.
 func sshOptionHazards(base string, opts []option) []hazard {
 	var out []hazard
 	for _, o := range opts {
-		switch o.name {
+		switch o.id {
 		case "o":
-			out = append(out, sshConfigHazards(base, o.val)...)
+			out = append(out, sshConfigHazards(base, o.arg)...)
 		case "F":
-			if !isWord(o.val, "/dev/null", "none") {
-				out = append(out, hz(FlagExecOption, base+" config file "+o.val.Value+" may hold ProxyCommand"))
+			if !isWord(o.arg, "/dev/null", "none") {
+				out = append(out, hz(FlagExecOption, base+" config file "+o.arg.Value+" may hold ProxyCommand"))
 			}
 		case "I":
 			out = append(out, hz(FlagExecOption, base+" -I loads a PKCS#11 library"))
@@ -1518,7 +1310,7 @@ func sshConfigHazards(base string, w Word) []hazard {
 	return nil
 }
 
-var scpGetopt = getopt{short: shorts("c:D:F:i:J:l:o:P:S:X:"), permute: true}
+var scpGetopt = getopt{short: "c:D:F:i:J:l:o:P:S:X:"}
 
 // scpHazards: -S and -D name local programs; -o and -F are as for ssh.
 func scpHazards(base string, args []Word) []hazard {
@@ -1526,11 +1318,11 @@ func scpHazards(base string, args []Word) []hazard {
 	out := unknownHazards(base, p)
 	out = append(out, sshOptionHazards(base, p.opts)...)
 	for _, o := range p.opts {
-		switch o.name {
+		switch o.id {
 		case "S":
-			out = append(out, hz(FlagExecOption, base+" -S runs program "+o.val.Value))
+			out = append(out, hz(FlagExecOption, base+" -S runs program "+o.arg.Value))
 		case "D":
-			out = append(out, hz(FlagExecOption, base+" -D runs sftp server program "+o.val.Value))
+			out = append(out, hz(FlagExecOption, base+" -D runs sftp server program "+o.arg.Value))
 		}
 	}
 	for _, w := range p.operands {
@@ -1543,7 +1335,7 @@ func scpHazards(base string, args []Word) []hazard {
 	return out
 }
 
-var sftpGetopt = getopt{short: shorts("B:b:c:D:F:i:J:l:o:P:R:s:S:X:"), permute: true}
+var sftpGetopt = getopt{short: "B:b:c:D:F:i:J:l:o:P:R:s:S:X:"}
 
 // sftpHazards: -S and -D run local programs, batch files can hold !command,
 // and -s names what runs on the remote host.
@@ -1552,22 +1344,22 @@ func sftpHazards(base string, args []Word) []hazard {
 	out := unknownHazards(base, p)
 	out = append(out, sshOptionHazards(base, p.opts)...)
 	for _, o := range p.opts {
-		switch o.name {
+		switch o.id {
 		case "S":
-			out = append(out, hz(FlagExecOption, base+" -S runs program "+o.val.Value))
+			out = append(out, hz(FlagExecOption, base+" -S runs program "+o.arg.Value))
 		case "D":
-			out = append(out, hz(FlagExecOption, base+" -D runs sftp server program "+o.val.Value))
+			out = append(out, hz(FlagExecOption, base+" -D runs sftp server program "+o.arg.Value))
 		case "b":
 			out = append(out, hz(FlagExecOption, base+" -b batch file may run local commands (!)"))
 		case "s":
-			out = append(out, hz(FlagRemoteCommand, fmt.Sprintf("%s -s runs %q on the remote host", base, o.val.Value)))
+			out = append(out, hz(FlagRemoteCommand, fmt.Sprintf("%s -s runs %q on the remote host", base, o.arg.Value)))
 		}
 	}
 	return out
 }
 
 var rsyncGetopt = getopt{
-	short: shorts("e:B:f:T:M:@:"),
+	short: "e:B:f:T:M:@:",
 	long: longs("rsh:", "rsync-path:", "filter:", "exclude:", "include:", "exclude-from:", "include-from:",
 		"files-from:", "temp-dir:", "compare-dest:", "copy-dest:", "link-dest:", "backup-dir:", "suffix:",
 		"chmod:", "chown:", "usermap:", "groupmap:", "block-size:", "max-size:", "min-size:", "max-delete:",
@@ -1576,9 +1368,7 @@ var rsyncGetopt = getopt{
 		"skip-compress:", "bwlimit:", "protocol:", "iconv:", "write-batch:", "only-write-batch:",
 		"read-batch:", "address:", "remote-option:", "info:", "debug:", "stop-after:", "stop-at:",
 		"modify-window:", "outbuf:", "max-alloc:", "config:", "dparam:", "early-input:", "checksum-seed:",
-		"copy-as:", "block-size:"),
-	permute: true,
-	abbrev:  true,
+		"copy-as:"),
 }
 
 // rsyncHazards: -e/--rsh is run locally to reach the remote host;
@@ -1587,11 +1377,11 @@ func rsyncHazards(base string, args []Word) []hazard {
 	p := rsyncGetopt.parse(args)
 	out := unknownHazards(base, p)
 	for _, o := range p.opts {
-		switch o.name {
+		switch o.id {
 		case "e", "rsh":
-			out = append(out, hzCode(FlagExecOption, base+" "+o.String()+" runs a command", o.val))
+			out = append(out, hzCode(FlagExecOption, base+" "+o.String()+" runs a command", o.arg))
 		case "rsync-path":
-			out = append(out, hz(FlagExecOption, fmt.Sprintf("%s --rsync-path runs %q on the remote host", base, o.val.Value)))
+			out = append(out, hz(FlagExecOption, fmt.Sprintf("%s --rsync-path runs %q on the remote host", base, o.arg.Value)))
 		}
 	}
 	return out
@@ -1776,7 +1566,7 @@ var gitSubcommands map[string]func(what string, args []Word) []hazard
 
 func init() {
 	opts := func(short string, long ...string) getopt {
-		return getopt{short: shorts(short), long: longs(long...), permute: true, abbrev: true}
+		return getopt{short: short, long: longs(long...)}
 	}
 	gitSubcommands = map[string]func(string, []Word) []hazard{
 		"config": gitConfigCmd,
@@ -1814,14 +1604,14 @@ func gitOpts(g getopt, names ...string) func(string, []Word) []hazard {
 		p := g.parse(args)
 		out := unknownHazards(what, p)
 		for _, o := range p.opts {
-			if !want[o.name] {
+			if !want[o.id] {
 				continue
 			}
-			if o.name == "smtp-server" && !strings.HasPrefix(litPrefix(o.val), "/") && !(o.val.Dynamic && litPrefix(o.val) == "") {
+			if o.id == "smtp-server" && !strings.HasPrefix(litPrefix(o.arg), "/") && !(o.arg.Dynamic && litPrefix(o.arg) == "") {
 				continue // a host name, not a sendmail program
 			}
-			if o.hasVal {
-				out = append(out, hzCode(FlagExecOption, what+" "+o.String()+" runs a command", o.val))
+			if o.hasArg {
+				out = append(out, hzCode(FlagExecOption, what+" "+o.String()+" runs a command", o.arg))
 			}
 		}
 		return out
@@ -1829,12 +1619,10 @@ func gitOpts(g getopt, names ...string) func(string, []Word) []hazard {
 }
 
 var gitCloneGetopt = getopt{
-	short: shorts("o:b:u:c:j:"),
+	short: "o:b:u:c:j:",
 	long: longs("config:", "upload-pack:", "template:", "origin:", "branch:", "depth:", "reference:",
 		"reference-if-able:", "separate-git-dir:", "shallow-since:", "shallow-exclude:", "jobs:",
 		"filter:", "server-option:", "bundle-uri:", "ref-format:", "revision:", "recurse-submodules::"),
-	permute: true,
-	abbrev:  true,
 }
 
 // gitClone: clone -c configures the new repository before its checkout, so
@@ -1843,25 +1631,28 @@ func gitClone(what string, args []Word) []hazard {
 	p := gitCloneGetopt.parse(args)
 	out := unknownHazards(what, p)
 	for _, o := range p.opts {
-		switch o.name {
+		switch o.id {
 		case "c", "config":
-			out = append(out, gitConfigHazards(what+" "+o.String(), o.val)...)
+			out = append(out, gitConfigHazards(what+" "+o.String(), o.arg)...)
 		case "u", "upload-pack":
-			out = append(out, hzCode(FlagExecOption, what+" "+o.String()+" runs a command", o.val))
+			out = append(out, hzCode(FlagExecOption, what+" "+o.String()+" runs a command", o.arg))
 		case "template":
-			out = append(out, hz(FlagExecOption, what+" --template installs hooks from "+o.val.Value))
+			out = append(out, hz(FlagExecOption, what+" --template installs hooks from "+o.arg.Value))
 		}
 	}
 	return out
 }
 
+var gitGrepGetopt = getopt{short: "e:f:A:B:C:m:O::", long: longs("open-files-in-pager::", "max-depth:",
+	"threads:", "context:", "after-context:", "before-context:", "max-count:")}
+
 // gitGrep: -O opens the matches in a pager command.
 func gitGrep(what string, args []Word) []hazard {
-	p := (&getopt{short: shorts("e:f:A:B:C:m:O::"), long: longs("open-files-in-pager::", "max-depth:", "threads:", "context:", "after-context:", "before-context:", "max-count:"), permute: true, abbrev: true}).parse(args)
+	p := gitGrepGetopt.parse(args)
 	for _, o := range p.opts {
-		if o.name == "O" || o.name == "open-files-in-pager" {
-			if o.hasVal {
-				return []hazard{hzCode(FlagExecOption, what+" "+o.String()+" runs a command", o.val)}
+		if o.id == "O" || o.id == "open-files-in-pager" {
+			if o.hasArg {
+				return []hazard{hzCode(FlagExecOption, what+" "+o.String()+" runs a command", o.arg)}
 			}
 			return []hazard{hz(FlagExecOption, what+" "+o.String()+" runs PAGER")}
 		}
@@ -1924,15 +1715,17 @@ func gitFilterBranch(what string, args []Word) []hazard {
 	return out
 }
 
+var gitConfigGetopt = getopt{
+	short: "f:",
+	long: longs("file:", "blob:", "type:", "default:", "comment:", "value:", "get", "get-all",
+		"get-regexp", "get-urlmatch", "get-color", "get-colorbool", "unset", "unset-all",
+		"rename-section", "remove-section", "list", "edit"),
+	exact: true,
+}
+
 // gitConfigCmd: `git config KEY VALUE` stores a command for git to run later.
 func gitConfigCmd(what string, args []Word) []hazard {
-	p := (&getopt{
-		short: shorts("f:"),
-		long: longs("file:", "blob:", "type:", "default:", "comment:", "value:", "get", "get-all",
-			"get-regexp", "get-urlmatch", "get-color", "get-colorbool", "unset", "unset-all",
-			"rename-section", "remove-section", "list", "edit"),
-		permute: true,
-	}).parse(args)
+	p := gitConfigGetopt.parse(args)
 	if p.has("get", "get-all", "get-regexp", "get-urlmatch", "get-color", "get-colorbool", "unset",
 		"unset-all", "rename-section", "remove-section", "list", "l", "edit", "e") {
 		return nil
@@ -1962,7 +1755,7 @@ func gitConfigCmd(what string, args []Word) []hazard {
 // or run $(shell ...) at once.
 
 var makeGetopt = getopt{
-	short: shorts("C:f:I:o:W:E:j::l::O::"),
+	short: "C:f:I:o:W:E:j::l::O::",
 	long: longs("eval:", "file:", "makefile:", "directory:", "include-dir:", "old-file:", "assume-old:",
 		"what-if:", "new-file:", "assume-new:", "jobs::", "load-average::", "debug::", "output-sync::",
 		"jobserver-auth:", "jobserver-style:", "shuffle::", "always-make", "environment-overrides",
@@ -1970,8 +1763,6 @@ var makeGetopt = getopt{
 		"touch", "version", "help", "print-directory", "no-print-directory", "warn-undefined-variables",
 		"trace", "check-symlink-times", "no-builtin-rules", "no-builtin-variables", "stop", "no-keep-going",
 		"print-data-base", "no-silent"),
-	permute: true,
-	abbrev:  true,
 }
 
 var makeAssign = regexp.MustCompile(`^\s*([^\s:#=!?+]+)\s*(=|:=|::=|:::=|\+=|\?=|!=)`)
@@ -1983,11 +1774,11 @@ func makeHazards(base string, args []Word) []hazard {
 	p := makeGetopt.parse(args)
 	out := unknownHazards(base, p)
 	for _, o := range p.opts {
-		switch o.name {
+		switch o.id {
 		case "E", "eval":
 			out = append(out, hz(FlagInlineCode, base+" --eval evaluates makefile text"))
 		case "f", "file", "makefile":
-			if isWord(o.val, "-", "/dev/stdin") {
+			if isWord(o.arg, "-", "/dev/stdin") {
 				out = append(out, hz(FlagExecOption, base+" reads a makefile from stdin"))
 			}
 		}
@@ -2167,11 +1958,9 @@ func lessHazards(base string, args []Word) []hazard {
 }
 
 var manGetopt = getopt{
-	short: shorts("C:e:E:L:m:M:p:P:r:R:s:S:H::X::T::"),
+	short: "C:e:E:L:m:M:p:P:r:R:s:S:H::X::T::",
 	long: longs("config-file:", "pager:", "html::", "preprocessor:", "prompt:", "encoding:", "extension:",
 		"locale:", "systems:", "manpath:", "sections:", "recode:", "troff-device::", "gxditview::"),
-	permute: true,
-	abbrev:  true,
 }
 
 // manHazards: -P/--pager and -H/--html name programs man runs through a shell.
@@ -2179,17 +1968,17 @@ func manHazards(base string, args []Word) []hazard {
 	p := manGetopt.parse(args)
 	out := unknownHazards(base, p)
 	for _, o := range p.opts {
-		switch o.name {
+		switch o.id {
 		case "P", "pager":
-			out = append(out, hzCode(FlagExecOption, base+" "+o.String()+" runs a command", o.val))
+			out = append(out, hzCode(FlagExecOption, base+" "+o.String()+" runs a command", o.arg))
 		case "H", "html":
-			if o.hasVal {
-				out = append(out, hzCode(FlagExecOption, base+" "+o.String()+" runs a browser", o.val))
+			if o.hasArg {
+				out = append(out, hzCode(FlagExecOption, base+" "+o.String()+" runs a browser", o.arg))
 			} else {
 				out = append(out, hz(FlagExecOption, base+" "+o.String()+" runs BROWSER"))
 			}
 		case "C", "config-file":
-			out = append(out, hz(FlagExecOption, base+" "+o.String()+" reads config file "+o.val.Value))
+			out = append(out, hz(FlagExecOption, base+" "+o.String()+" reads config file "+o.arg.Value))
 		}
 	}
 	return out
@@ -2441,19 +2230,23 @@ func containerHazards(base string, args []Word) []hazard {
 
 const laterDetail = " schedules a command to run later, outside governance"
 
+var crontabGetopt = getopt{short: "u:n:"}
+
 // crontabHazards: installing a crontab (a file, stdin or -e) schedules commands;
 // listing or removing does not.
 func crontabHazards(base string, args []Word) []hazard {
-	p := (&getopt{short: shorts("u:n:"), permute: true}).parse(args)
+	p := crontabGetopt.parse(args)
 	if len(p.operands) == 0 && p.has("l", "r", "V", "h", "T", "c") && !p.has("e") {
 		return nil
 	}
 	return []hazard{hz(FlagExecOption, base+laterDetail)}
 }
 
+var atGetopt = getopt{short: "q:f:t:"}
+
 // atHazards: at and batch queue a job unless they only list, remove or show.
 func atHazards(base string, args []Word) []hazard {
-	p := (&getopt{short: shorts("q:f:t:"), permute: true}).parse(args)
+	p := atGetopt.parse(args)
 	if p.has("l", "r", "d", "c", "V", "h") {
 		return nil
 	}
@@ -2469,13 +2262,15 @@ var tmuxRuns = set("new-session", "new", "new-window", "neww", "split-window", "
 	"respawnp", "respawn-window", "respawnw", "run-shell", "run", "send-keys", "send", "if-shell", "if",
 	"pipe-pane", "pipep", "display-popup", "popup", "source-file", "source")
 
+var tmuxGetopt = getopt{short: "+c:f:L:S:T:"}
+
 // tmuxHazards: tmux commands that start or type into a pane run commands in a
 // server that outlives the governed shell.
 func tmuxHazards(base string, args []Word) []hazard {
-	p := (&getopt{short: shorts("c:f:L:S:T:")}).parse(args)
+	p := tmuxGetopt.parse(args)
 	for _, o := range p.opts {
-		if o.name == "c" {
-			return []hazard{hzCode(FlagExecOption, base+" -c runs a command", o.val)}
+		if o.id == "c" {
+			return []hazard{hzCode(FlagExecOption, base+" -c runs a command", o.arg)}
 		}
 	}
 	for _, w := range p.operands {
@@ -2504,10 +2299,8 @@ func screenHazards(base string, args []Word) []hazard {
 // Network relays that run a program for each connection.
 
 var ncGetopt = getopt{
-	short:   shorts("c:e:g:G:i:I:m:M:O:o:p:P:q:s:T:V:w:W:x:X:"),
-	long:    longs("exec:", "sh-exec:", "lua-exec:", "proxy:", "proxy-type:", "proxy-auth:", "source:", "wait:", "idle-timeout:", "output:", "hex-dump:", "allow:", "deny:", "allowfile:", "denyfile:", "max-conns:"),
-	permute: true,
-	abbrev:  true,
+	short: "c:e:g:G:i:I:m:M:O:o:p:P:q:s:T:V:w:W:x:X:",
+	long:  longs("exec:", "sh-exec:", "lua-exec:", "proxy:", "proxy-type:", "proxy-auth:", "source:", "wait:", "idle-timeout:", "output:", "hex-dump:", "allow:", "deny:", "allowfile:", "denyfile:", "max-conns:"),
 }
 
 // ncHazards: -e runs a program on the socket, -c/--sh-exec a shell command.
@@ -2515,11 +2308,11 @@ func ncHazards(base string, args []Word) []hazard {
 	p := ncGetopt.parse(args)
 	out := unknownHazards(base, p)
 	for _, o := range p.opts {
-		switch o.name {
+		switch o.id {
 		case "e", "exec":
-			out = append(out, hzCode(FlagExecOption, base+" "+o.String()+" runs a program", o.val))
+			out = append(out, hzCode(FlagExecOption, base+" "+o.String()+" runs a program", o.arg))
 		case "c", "sh-exec":
-			out = append(out, hzCode(FlagExecOption, base+" "+o.String()+" runs a command", o.val))
+			out = append(out, hzCode(FlagExecOption, base+" "+o.String()+" runs a command", o.arg))
 		case "lua-exec":
 			out = append(out, hz(FlagInlineCode, base+" --lua-exec runs a Lua script"))
 		}
@@ -2584,14 +2377,17 @@ func socatParam(s string) string {
 // ---------------------------------------------------------------------------
 // Tools that take a command as an option and run it through sh -c.
 
+var scriptHazardGetopt = getopt{short: "c:E:I:O:B:T:t::m:", long: longs("command:", "log-io:", "log-in:",
+	"log-out:", "log-timing:", "timing::", "logging-format:", "echo:", "output-limit:")}
+
 // scriptHazards: script -c runs a command through $SHELL; without it, $SHELL
 // reads stdin.
 func scriptHazards(base string, args []Word) []hazard {
-	p := (&getopt{short: shorts("c:E:I:O:B:T:t::m:"), long: longs("command:", "log-io:", "log-in:", "log-out:", "log-timing:", "timing::", "logging-format:", "echo:", "output-limit:"), permute: true, abbrev: true}).parse(args)
+	p := scriptHazardGetopt.parse(args)
 	out := unknownHazards(base, p)
 	for _, o := range p.opts {
-		if o.name == "c" || o.name == "command" {
-			return append(out, hzCode(FlagExecOption, base+" "+o.String()+" runs a command", o.val))
+		if o.id == "c" || o.id == "command" {
+			return append(out, hzCode(FlagExecOption, base+" "+o.String()+" runs a command", o.arg))
 		}
 	}
 	if !p.has("V", "h", "version", "help") {
@@ -2600,22 +2396,28 @@ func scriptHazards(base string, args []Word) []hazard {
 	return out
 }
 
+var flockHazardGetopt = getopt{short: "c:w:E:", long: longs("command:", "timeout:", "wait:",
+	"conflict-exit-code:")}
+
 // flockHazards: flock -c runs its argument through sh -c.
 func flockHazards(base string, args []Word) []hazard {
-	p := (&getopt{short: shorts("c:w:E:"), long: longs("command:", "timeout:", "wait:", "conflict-exit-code:"), permute: true, abbrev: true}).parse(args)
+	p := flockHazardGetopt.parse(args)
 	out := unknownHazards(base, p)
 	for _, o := range p.opts {
-		if o.name == "c" || o.name == "command" {
-			out = append(out, hzCode(FlagExecOption, base+" "+o.String()+" runs a command", o.val))
+		if o.id == "c" || o.id == "command" {
+			out = append(out, hzCode(FlagExecOption, base+" "+o.String()+" runs a command", o.arg))
 		}
 	}
 	return out
 }
 
+var watchHazardGetopt = getopt{short: "+n:d::q:", long: longs("interval:", "differences::", "equexit:",
+	"chgexit", "exec", "beep", "color", "no-title", "precise", "errexit"), exact: true}
+
 // watchHazards: watch joins its operands and runs them through sh -c, or
 // with -x runs them as an argv.
 func watchHazards(base string, args []Word) []hazard {
-	p := (&getopt{short: shorts("n:d::q:"), long: longs("interval:", "differences::", "equexit:", "chgexit", "exec", "beep", "color", "no-title", "precise", "errexit")}).parse(args)
+	p := watchHazardGetopt.parse(args)
 	out := unknownHazards(base, p)
 	switch {
 	case len(p.operands) > 0 && p.has("x", "exec"):
@@ -2626,17 +2428,20 @@ func watchHazards(base string, args []Word) []hazard {
 	return out
 }
 
+var npmGetopt = getopt{short: "c:w:C:", long: longs("call:", "script-shell:", "workspace:", "prefix:",
+	"package:"), exact: true}
+
 // npmHazards: npm exec/npx -c runs a shell command; --script-shell swaps the
 // shell that runs package scripts.
 func npmHazards(base string, args []Word) []hazard {
-	p := (&getopt{short: shorts("c:w:C:"), long: longs("call:", "script-shell:", "workspace:", "prefix:", "package:"), permute: true}).parse(args)
+	p := npmGetopt.parse(args)
 	out := unknownHazards(base, p)
 	isExec := base == "npx" || len(p.operands) > 0 && isWord(p.operands[0], "exec", "x")
 	for _, o := range p.opts {
 		switch {
-		case (o.name == "c" || o.name == "call") && isExec:
-			out = append(out, hzCode(FlagExecOption, base+" "+o.String()+" runs a command", o.val))
-		case o.name == "script-shell":
+		case (o.id == "c" || o.id == "call") && isExec:
+			out = append(out, hzCode(FlagExecOption, base+" "+o.String()+" runs a command", o.arg))
+		case o.id == "script-shell":
 			out = append(out, hz(FlagExecOption, base+" --script-shell replaces the shell that runs scripts"))
 		}
 	}
@@ -2646,22 +2451,28 @@ func npmHazards(base string, args []Word) []hazard {
 var mysqlRuns = regexp.MustCompile(`(?i)(^|[;\s])(system|pager|edit)\b|\\[!Pe]`)
 var psqlRuns = regexp.MustCompile(`(?i)\\!|\\(o|out|g|gx|w|write)\s*\||\\copy\b.*\bprogram\b|\bcopy\b.*\bprogram\b|\\setenv\b|\\e[fv]?\b`)
 
+var mysqlGetopt = getopt{short: "e:u:p::h:P:D:S:", long: longs("execute:", "user:", "password::", "host:",
+	"port:", "database:", "socket:")}
+
 // mysqlHazards: the client's system, \! and pager commands run shell commands.
 func mysqlHazards(base string, args []Word) []hazard {
-	p := (&getopt{short: shorts("e:u:p::h:P:D:S:"), long: longs("execute:", "user:", "password::", "host:", "port:", "database:", "socket:"), permute: true, abbrev: true}).parse(args)
+	p := mysqlGetopt.parse(args)
 	for _, o := range p.opts {
-		if (o.name == "e" || o.name == "execute") && (o.val.Dynamic || mysqlRuns.MatchString(o.val.Value)) {
+		if (o.id == "e" || o.id == "execute") && (o.arg.Dynamic || mysqlRuns.MatchString(o.arg.Value)) {
 			return []hazard{hz(FlagInlineCode, base+" client command runs a shell command")}
 		}
 	}
 	return nil
 }
 
+var psqlGetopt = getopt{short: "c:d:f:h:p:U:v:o:L:T:F:R:P:", long: longs("command:", "dbname:", "file:",
+	"host:", "port:", "username:", "set:", "variable:", "output:", "log-file:")}
+
 // psqlHazards: \!, piped \o and \g, \copy ... program and editors run commands.
 func psqlHazards(base string, args []Word) []hazard {
-	p := (&getopt{short: shorts("c:d:f:h:p:U:v:o:L:T:F:R:P:"), long: longs("command:", "dbname:", "file:", "host:", "port:", "username:", "set:", "variable:", "output:", "log-file:"), permute: true, abbrev: true}).parse(args)
+	p := psqlGetopt.parse(args)
 	for _, o := range p.opts {
-		if (o.name == "c" || o.name == "command") && (o.val.Dynamic || psqlRuns.MatchString(o.val.Value)) {
+		if (o.id == "c" || o.id == "command") && (o.arg.Dynamic || psqlRuns.MatchString(o.arg.Value)) {
 			return []hazard{hz(FlagInlineCode, base+" meta-command runs a shell command")}
 		}
 	}

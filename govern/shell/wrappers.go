@@ -2,6 +2,7 @@ package shell
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -137,8 +138,8 @@ func (u *unwrapped) run(argv []Word) {
 	u.Inners = append(u.Inners, append([]Word(nil), argv...))
 }
 
-// grammarFailed copies a grammar error into u; it reports whether there was one.
-func (u *unwrapped) grammarFailed(g *gnuGetopt) bool {
+// grammarFailed copies a getopt error into u; it reports whether there was one.
+func (u *unwrapped) grammarFailed(g *optScanner) bool {
 	if g.err == "" {
 		return false
 	}
@@ -176,264 +177,19 @@ func isCodeShell(w Word) bool {
 	return codeShells[w.Value[strings.LastIndexByte(w.Value, '/')+1:]]
 }
 
-// ---------------------------------------------------------------------------
-// GNU getopt_long, as glibc implements it.
-
-type optArity uint8
-
-const (
-	arityNone optArity = iota
-	arityRequired
-	arityOptional
-)
-
-// longOption is one entry of a getopt_long option table.
-type longOption struct {
-	name string
-	kind optArity
-	id   int
-}
-
-// grammar is a getopt_long grammar. shorts is the option string without the
-// leading '+'; permute mirrors glibc's default argument permutation (su,
-// runuser, script), otherwise parsing stops at the first operand as the '+'
-// prefix asks.
-type grammar struct {
-	shorts  string
-	longs   []longOption
-	permute bool
-}
-
-// Ids of long-only options; short options use their character.
-const (
-	optHelpID = 1000 + iota
-	optVersionID
-	optLongID // first id free for a tool's own long-only options
-)
-
-var (
-	longHelp    = longOption{"help", arityNone, optHelpID}
-	longVersion = longOption{"version", arityNone, optVersionID}
-)
-
-// short reports how option character c takes its argument.
-func (s *grammar) short(c byte) (optArity, bool) {
-	if c == ':' || c == ';' || c == '+' || c == '-' {
-		return arityNone, false
-	}
-	i := strings.IndexByte(s.shorts, c)
-	if i < 0 {
-		return arityNone, false
-	}
-	switch {
-	case i+2 < len(s.shorts) && s.shorts[i+1] == ':' && s.shorts[i+2] == ':':
-		return arityOptional, true
-	case i+1 < len(s.shorts) && s.shorts[i+1] == ':':
-		return arityRequired, true
-	}
-	return arityNone, true
-}
-
-// parsedOpt is one parsed option.
-type parsedOpt struct {
-	id   int
-	name string // as the grammar names it, for messages
-	arg  Word
-	has  bool // an argument was given
-}
-
-// gnuGetopt walks args the way getopt_long does. next returns options until
-// they end; rest then holds the operands. A dynamic word that getopt would
-// have to inspect stops the walk with err set: its value could be an option
-// that changes everything after it.
-type gnuGetopt struct {
-	spec *grammar
-	args []Word
-	i    int    // index of the word being parsed
-	sub  int    // offset inside a short-option cluster; 0 between words
-	ops  []Word // operands passed over in permute mode
-	err  string
-}
-
-func newGNUGetopt(spec *grammar, args []Word) *gnuGetopt {
-	return &gnuGetopt{spec: spec, args: args}
-}
-
-// rest returns the operands once next has returned false.
-func (g *gnuGetopt) rest() []Word {
-	if g.spec.permute {
-		return g.ops
-	}
-	return g.args[g.i:]
-}
-
-// prevIs reports whether the word before the next unparsed one is the static
-// word s (sudo looks back like this); maybe is true when it is dynamic.
-func (g *gnuGetopt) prevIs(s string) (is, maybe bool) {
-	if g.i < 1 || g.i > len(g.args) {
-		return false, false
-	}
-	w := g.args[g.i-1]
-	if w.Dynamic {
-		return false, true
-	}
-	return w.Value == s, false
-}
-
-func (g *gnuGetopt) next() (o parsedOpt, ok bool) {
-	if g.err != "" {
-		return o, false
-	}
-	for {
-		if g.sub > 0 {
-			return g.short()
-		}
-		if g.i >= len(g.args) {
-			return o, false
-		}
-		w := g.args[g.i]
-		if w.Dynamic {
-			g.err = fmt.Sprintf("dynamic word %s where an option may stand", w.Value)
-			return o, false
-		}
-		v := w.Value
-		if v == "--" {
-			g.i++
-			if g.spec.permute {
-				g.ops = append(g.ops, g.args[g.i:]...)
-				g.i = len(g.args)
-			}
-			return o, false
-		}
-		if len(v) < 2 || v[0] != '-' {
-			if !g.spec.permute {
-				return o, false
-			}
-			g.ops = append(g.ops, w)
-			g.i++
-			continue
-		}
-		if v[1] == '-' {
-			return g.long(v[2:])
-		}
-		g.sub = 1
-		return g.short()
-	}
-}
-
-func (g *gnuGetopt) long(body string) (o parsedOpt, ok bool) {
-	name, val, eq := strings.Cut(body, "=")
-	var hit *longOption
-	for k := range g.spec.longs {
-		if g.spec.longs[k].name == name {
-			hit = &g.spec.longs[k]
-			break
-		}
-	}
-	if hit == nil {
-		// glibc accepts any unambiguous abbreviation.
-		for k := range g.spec.longs {
-			lo := &g.spec.longs[k]
-			if !strings.HasPrefix(lo.name, name) {
-				continue
-			}
-			if hit == nil {
-				hit = lo
-			} else if hit.id != lo.id || hit.kind != lo.kind {
-				g.err = fmt.Sprintf("ambiguous option --%s", name)
-				return o, false
-			}
-		}
-	}
-	if hit == nil {
-		g.err = fmt.Sprintf("unknown option --%s", name)
-		return o, false
-	}
-	o.id, o.name = hit.id, "--"+hit.name
-	g.i++
-	switch hit.kind {
-	case arityNone:
-		if eq {
-			g.err = fmt.Sprintf("option %s takes no argument", o.name)
-			return o, false
-		}
-	case arityRequired:
-		switch {
-		case eq:
-			o.arg, o.has = Word{Value: val}, true
-		case g.i < len(g.args):
-			o.arg, o.has = g.args[g.i], true
-			g.i++
-		default:
-			g.err = fmt.Sprintf("option %s needs an argument", o.name)
-			return o, false
-		}
-	case arityOptional:
-		if eq {
-			o.arg, o.has = Word{Value: val}, true
-		}
-	}
-	return o, true
-}
-
-func (g *gnuGetopt) short() (o parsedOpt, ok bool) {
-	v := g.args[g.i].Value
-	c := v[g.sub]
-	kind, known := g.spec.short(c)
-	if !known {
-		g.err = fmt.Sprintf("unknown option -%c", c)
-		return o, false
-	}
-	o.id, o.name = int(c), "-"+string(rune(c))
-	g.sub++
-	atEnd := g.sub >= len(v)
-	switch kind {
-	case arityNone:
-		if atEnd {
-			g.sub = 0
-			g.i++
-		}
-		return o, true
-	case arityRequired:
-		switch {
-		case !atEnd:
-			o.arg = Word{Value: v[g.sub:]}
-		case g.i+1 < len(g.args):
-			o.arg = g.args[g.i+1]
-			g.i++
-		default:
-			g.err = fmt.Sprintf("option %s needs an argument", o.name)
-			return o, false
-		}
-		o.has = true
-	case arityOptional:
-		if !atEnd {
-			o.arg, o.has = Word{Value: v[g.sub:]}, true
-		}
-	}
-	g.sub = 0
-	g.i++
-	return o, true
-}
-
 // unwrapSimple parses a wrapper of the form "TOOL [OPTION]... COMMAND [ARG]...":
 // every option only tunes how the command runs. It returns the operands, or
 // nil with done set when the tool stops before running anything (--help,
 // --version, an error recorded in u).
-func unwrapSimple(u *unwrapped, spec *grammar, args []Word, quits ...int) (rest []Word, done bool) {
-	g := newGNUGetopt(spec, args)
+func unwrapSimple(u *unwrapped, opts *getopt, args []Word, quits ...string) (rest []Word, done bool) {
+	g := opts.scan(args)
 	for {
 		o, ok := g.next()
 		if !ok {
 			break
 		}
-		if o.id == optHelpID || o.id == optVersionID {
+		if o.id == "help" || o.id == "version" || slices.Contains(quits, o.id) {
 			return nil, true
-		}
-		for _, q := range quits {
-			if o.id == q {
-				return nil, true
-			}
 		}
 	}
 	if u.grammarFailed(g) {
@@ -532,33 +288,16 @@ func unwrapExec(u *unwrapped, args []Word) {
 // ---------------------------------------------------------------------------
 // coreutils
 
-const (
-	envDefaultSignal = optLongID + iota
-	envIgnoreSignal
-	envBlockSignal
-	envListSignals
-)
-
-var envSpec = &grammar{shorts: "C:iS:u:v0", longs: []longOption{
-	{"ignore-environment", arityNone, 'i'},
-	{"null", arityNone, '0'},
-	{"unset", arityRequired, 'u'},
-	{"chdir", arityRequired, 'C'},
-	{"default-signal", arityOptional, envDefaultSignal},
-	{"ignore-signal", arityOptional, envIgnoreSignal},
-	{"block-signal", arityOptional, envBlockSignal},
-	{"list-signal-handling", arityNone, envListSignals},
-	{"debug", arityNone, 'v'},
-	{"split-string", arityRequired, 'S'},
-	longHelp, longVersion,
-}}
+var envGetopt = getopt{short: "+C:iS:u:v0", long: longs("ignore-environment=i", "null=0", "unset:=u",
+	"chdir:=C", "default-signal::", "ignore-signal::", "block-signal::", "list-signal-handling", "debug=v",
+	"split-string:=S", "help", "version")}
 
 // maxEnvSplits bounds env -S re-parsing; each split shortens argv, so this is
 // only a guard against pathological input.
 const maxEnvSplits = 256
 
 func unwrapEnv(u *unwrapped, args []Word) {
-	g := newGNUGetopt(envSpec, args)
+	g := envGetopt.scan(args)
 	var chdir *Word
 	nul := false
 	splits := 0
@@ -568,21 +307,21 @@ func unwrapEnv(u *unwrapped, args []Word) {
 			break
 		}
 		switch o.id {
-		case optHelpID, optVersionID:
+		case "help", "version":
 			return
-		case 'i':
+		case "i":
 			u.ClearEnv = true
-		case '0':
+		case "0":
 			nul = true
-		case 'u':
+		case "u":
 			if o.arg.Dynamic {
 				u.fail("dynamic variable name %s for -u", o.arg.Value)
 				return
 			}
 			u.Unsets = append(u.Unsets, o.arg.Value)
-		case 'C':
+		case "C":
 			chdir = wordRef(o.arg)
-		case 'S':
+		case "S":
 			if o.arg.Dynamic {
 				u.fail("dynamic -S string %s", o.arg.Value)
 				return
@@ -598,12 +337,11 @@ func unwrapEnv(u *unwrapped, args []Word) {
 			}
 			// env splices the split words in place of the option and
 			// parses again from them, so they may hold options too.
-			spliced := make([]Word, 0, len(words)+len(g.args)-g.i)
-			for _, s := range words {
-				spliced = append(spliced, Word{Value: s})
+			split := make([]Word, len(words))
+			for i, s := range words {
+				split[i] = Word{Value: s}
 			}
-			spliced = append(spliced, g.args[g.i:]...)
-			g.args, g.i, g.sub = spliced, 0, 0
+			g.splice(split)
 		}
 	}
 	if u.grammarFailed(g) {
@@ -741,24 +479,22 @@ loop:
 	return words, ""
 }
 
-var niceSpec = &grammar{shorts: "n:", longs: []longOption{
-	{"adjustment", arityRequired, 'n'}, longHelp, longVersion,
-}}
+var niceGetopt = getopt{short: "+n:", long: longs("adjustment:=n", "help", "version")}
 
 func unwrapNice(u *unwrapped, args []Word) {
-	g := newGNUGetopt(niceSpec, args)
+	g := niceGetopt.scan(args)
 	adjusted := false
 	for {
 		// nice first takes a legacy "-N", "--N" or "-+N" adjustment.
-		if g.sub == 0 && g.i < len(g.args) && !g.args[g.i].Dynamic {
-			if s := g.args[g.i].Value; len(s) > 1 && s[0] == '-' {
+		if w, ok := g.peek(); ok && !w.Dynamic {
+			if s := w.Value; len(s) > 1 && s[0] == '-' {
 				k := 1
 				if s[1] == '-' || s[1] == '+' {
 					k = 2
 				}
 				if k < len(s) && s[k] >= '0' && s[k] <= '9' {
 					adjusted = true
-					g.i++
+					g.skip()
 					continue
 				}
 			}
@@ -768,9 +504,9 @@ func unwrapNice(u *unwrapped, args []Word) {
 			break
 		}
 		switch o.id {
-		case optHelpID, optVersionID:
+		case "help", "version":
 			return
-		case 'n':
+		case "n":
 			adjusted = true
 		}
 	}
@@ -787,25 +523,19 @@ func unwrapNice(u *unwrapped, args []Word) {
 	u.run(rest)
 }
 
-var nohupSpec = &grammar{longs: []longOption{longHelp, longVersion}}
+var nohupGetopt = getopt{short: "+", long: longs("help", "version")}
 
 func unwrapNohup(u *unwrapped, args []Word) {
-	if rest, done := unwrapSimple(u, nohupSpec, args); !done {
+	if rest, done := unwrapSimple(u, &nohupGetopt, args); !done {
 		runOrMissing(u, rest)
 	}
 }
 
-var timeoutSpec = &grammar{shorts: "k:s:v", longs: []longOption{
-	{"kill-after", arityRequired, 'k'},
-	{"signal", arityRequired, 's'},
-	{"verbose", arityNone, 'v'},
-	{"foreground", arityNone, optLongID},
-	{"preserve-status", arityNone, optLongID + 1},
-	longHelp, longVersion,
-}}
+var timeoutGetopt = getopt{short: "+k:s:v", long: longs("kill-after:=k", "signal:=s", "verbose=v",
+	"foreground", "preserve-status", "help", "version")}
 
 func unwrapTimeout(u *unwrapped, args []Word) {
-	rest, done := unwrapSimple(u, timeoutSpec, args)
+	rest, done := unwrapSimple(u, &timeoutGetopt, args)
 	switch {
 	case done:
 	case len(rest) == 0:
@@ -817,20 +547,17 @@ func unwrapTimeout(u *unwrapped, args []Word) {
 	}
 }
 
-var stdbufSpec = &grammar{shorts: "i:o:e:", longs: []longOption{
-	{"input", arityRequired, 'i'}, {"output", arityRequired, 'o'}, {"error", arityRequired, 'e'},
-	longHelp, longVersion,
-}}
+var stdbufGetopt = getopt{short: "+i:o:e:", long: longs("input:=i", "output:=o", "error:=e", "help", "version")}
 
 func unwrapStdbuf(u *unwrapped, args []Word) {
-	g := newGNUGetopt(stdbufSpec, args)
+	g := stdbufGetopt.scan(args)
 	modes := 0
 	for {
 		o, ok := g.next()
 		if !ok {
 			break
 		}
-		if o.id == optHelpID || o.id == optVersionID {
+		if o.id == "help" || o.id == "version" {
 			return
 		}
 		modes++
@@ -849,16 +576,11 @@ func unwrapStdbuf(u *unwrapped, args []Word) {
 	}
 }
 
-var chrootSpec = &grammar{longs: []longOption{
-	{"groups", arityRequired, optLongID},
-	{"userspec", arityRequired, optLongID + 1},
-	{"skip-chdir", arityNone, optLongID + 2},
-	longHelp, longVersion,
-}}
+var chrootGetopt = getopt{short: "+", long: longs("groups:", "userspec:", "skip-chdir", "help", "version")}
 
 func unwrapChroot(u *unwrapped, args []Word) {
 	u.Privilege = true
-	g := newGNUGetopt(chrootSpec, args)
+	g := chrootGetopt.scan(args)
 	skip := false
 	for {
 		o, ok := g.next()
@@ -866,9 +588,9 @@ func unwrapChroot(u *unwrapped, args []Word) {
 			break
 		}
 		switch o.id {
-		case optHelpID, optVersionID:
+		case "help", "version":
 			return
-		case optLongID + 2:
+		case "skip-chdir":
 			skip = true
 		}
 	}
@@ -892,19 +614,11 @@ func unwrapChroot(u *unwrapped, args []Word) {
 }
 
 // /usr/bin/time (GNU time 1.9); bash's time keyword never reaches here.
-var timeSpec = &grammar{shorts: "af:o:pqvV", longs: []longOption{
-	{"append", arityNone, 'a'},
-	{"format", arityRequired, 'f'},
-	{"output-file", arityRequired, 'o'},
-	{"portability", arityNone, 'p'},
-	{"quiet", arityNone, 'q'},
-	{"verbose", arityNone, 'v'},
-	{"help", arityNone, optHelpID},
-	{"version", arityNone, 'V'},
-}}
+var timeGetopt = getopt{short: "+af:o:pqvV", long: longs("append=a", "format:=f", "output-file:=o",
+	"portability=p", "quiet=q", "verbose=v", "help", "version=V")}
 
 func unwrapTime(u *unwrapped, args []Word) {
-	if rest, done := unwrapSimple(u, timeSpec, args, 'V'); !done {
+	if rest, done := unwrapSimple(u, &timeGetopt, args, "V"); !done {
 		runOrMissing(u, rest)
 	}
 }
@@ -912,35 +626,20 @@ func unwrapTime(u *unwrapped, args []Word) {
 // ---------------------------------------------------------------------------
 // util-linux 2.38
 
-var setsidSpec = &grammar{shorts: "Vhcfw", longs: []longOption{
-	{"ctty", arityNone, 'c'}, {"fork", arityNone, 'f'}, {"wait", arityNone, 'w'},
-	{"help", arityNone, 'h'}, {"version", arityNone, 'V'},
-}}
+var setsidGetopt = getopt{short: "+Vhcfw", long: longs("ctty=c", "fork=f", "wait=w", "help=h", "version=V")}
 
 func unwrapSetsid(u *unwrapped, args []Word) {
-	if rest, done := unwrapSimple(u, setsidSpec, args, 'h', 'V'); !done {
+	if rest, done := unwrapSimple(u, &setsidGetopt, args, "h", "V"); !done {
 		runOrMissing(u, rest)
 	}
 }
 
-var flockSpec = &grammar{shorts: "sexnoFuw:E:hV", longs: []longOption{
-	{"shared", arityNone, 's'},
-	{"exclusive", arityNone, 'x'},
-	{"unlock", arityNone, 'u'},
-	{"nonblocking", arityNone, 'n'},
-	{"nb", arityNone, 'n'},
-	{"timeout", arityRequired, 'w'},
-	{"wait", arityRequired, 'w'},
-	{"conflict-exit-code", arityRequired, 'E'},
-	{"close", arityNone, 'o'},
-	{"no-fork", arityNone, 'F'},
-	{"verbose", arityNone, optLongID},
-	{"help", arityNone, 'h'},
-	{"version", arityNone, 'V'},
-}}
+var flockGetopt = getopt{short: "+sexnoFuw:E:hV", long: longs("shared=s", "exclusive=x", "unlock=u",
+	"nonblocking=n", "nb=n", "timeout:=w", "wait:=w", "conflict-exit-code:=E", "close=o", "no-fork=F",
+	"verbose", "help=h", "version=V")}
 
 func unwrapFlock(u *unwrapped, args []Word) {
-	g := newGNUGetopt(flockSpec, args)
+	g := flockGetopt.scan(args)
 	noFork, closeFD := false, false
 	for {
 		o, ok := g.next()
@@ -948,11 +647,11 @@ func unwrapFlock(u *unwrapped, args []Word) {
 			break
 		}
 		switch o.id {
-		case 'h', 'V':
+		case "h", "V":
 			return
-		case 'F':
+		case "F":
 			noFork = true
-		case 'o':
+		case "o":
 			closeFD = true
 		}
 	}
@@ -980,19 +679,11 @@ func unwrapFlock(u *unwrapped, args []Word) {
 	}
 }
 
-var ioniceSpec = &grammar{shorts: "c:n:p:P:u:tVh", longs: []longOption{
-	{"classdata", arityRequired, 'n'},
-	{"class", arityRequired, 'c'},
-	{"help", arityNone, 'h'},
-	{"ignore", arityNone, 't'},
-	{"pid", arityRequired, 'p'},
-	{"pgid", arityRequired, 'P'},
-	{"uid", arityRequired, 'u'},
-	{"version", arityNone, 'V'},
-}}
+var ioniceGetopt = getopt{short: "+c:n:p:P:u:tVh", long: longs("classdata:=n", "class:=c", "help=h",
+	"ignore=t", "pid:=p", "pgid:=P", "uid:=u", "version=V")}
 
 func unwrapIonice(u *unwrapped, args []Word) {
-	g := newGNUGetopt(ioniceSpec, args)
+	g := ioniceGetopt.scan(args)
 	targets := false
 	for {
 		o, ok := g.next()
@@ -1000,9 +691,9 @@ func unwrapIonice(u *unwrapped, args []Word) {
 			break
 		}
 		switch o.id {
-		case 'h', 'V':
+		case "h", "V":
 			return
-		case 'p', 'P', 'u':
+		case "p", "P", "u":
 			targets = true // the operands are more process ids
 		}
 	}
@@ -1014,16 +705,10 @@ func unwrapIonice(u *unwrapped, args []Word) {
 	}
 }
 
-var tasksetSpec = &grammar{shorts: "apchV", longs: []longOption{
-	{"all-tasks", arityNone, 'a'},
-	{"pid", arityNone, 'p'},
-	{"cpu-list", arityNone, 'c'},
-	{"help", arityNone, 'h'},
-	{"version", arityNone, 'V'},
-}}
+var tasksetGetopt = getopt{short: "+apchV", long: longs("all-tasks=a", "pid=p", "cpu-list=c", "help=h", "version=V")}
 
 func unwrapTaskset(u *unwrapped, args []Word) {
-	g := newGNUGetopt(tasksetSpec, args)
+	g := tasksetGetopt.scan(args)
 	pid := false
 	for {
 		o, ok := g.next()
@@ -1031,9 +716,9 @@ func unwrapTaskset(u *unwrapped, args []Word) {
 			break
 		}
 		switch o.id {
-		case 'h', 'V':
+		case "h", "V":
 			return
-		case 'p':
+		case "p":
 			pid = true
 		}
 	}
@@ -1053,56 +738,15 @@ func unwrapTaskset(u *unwrapped, args []Word) {
 	}
 }
 
-const (
-	unshareMountProc = optLongID + iota
-	unshareMapUser
-	unshareMapUsers
-	unshareMapGroup
-	unshareMapGroups
-	unshareMapAuto
-	unshareKillChild
-	unsharePropagation
-	unshareSetgroups
-	unshareKeepCaps
-	unshareMonotonic
-	unshareBoottime
-)
-
-var unshareSpec = &grammar{shorts: "fhVmuinpCTUrR:w:S:G:c", longs: []longOption{
-	{"help", arityNone, 'h'},
-	{"version", arityNone, 'V'},
-	{"mount", arityOptional, 'm'},
-	{"uts", arityOptional, 'u'},
-	{"ipc", arityOptional, 'i'},
-	{"net", arityOptional, 'n'},
-	{"pid", arityOptional, 'p'},
-	{"user", arityOptional, 'U'},
-	{"cgroup", arityOptional, 'C'},
-	{"time", arityOptional, 'T'},
-	{"fork", arityNone, 'f'},
-	{"kill-child", arityOptional, unshareKillChild},
-	{"mount-proc", arityOptional, unshareMountProc},
-	{"map-user", arityRequired, unshareMapUser},
-	{"map-users", arityRequired, unshareMapUsers},
-	{"map-group", arityRequired, unshareMapGroup},
-	{"map-groups", arityRequired, unshareMapGroups},
-	{"map-root-user", arityNone, 'r'},
-	{"map-current-user", arityNone, 'c'},
-	{"map-auto", arityNone, unshareMapAuto},
-	{"propagation", arityRequired, unsharePropagation},
-	{"setgroups", arityRequired, unshareSetgroups},
-	{"keep-caps", arityNone, unshareKeepCaps},
-	{"setuid", arityRequired, 'S'},
-	{"setgid", arityRequired, 'G'},
-	{"root", arityRequired, 'R'},
-	{"wd", arityRequired, 'w'},
-	{"monotonic", arityRequired, unshareMonotonic},
-	{"boottime", arityRequired, unshareBoottime},
-}}
+var unshareGetopt = getopt{short: "+fhVmuinpCTUrR:w:S:G:c", long: longs("help=h", "version=V", "mount::=m",
+	"uts::=u", "ipc::=i", "net::=n", "pid::=p", "user::=U", "cgroup::=C", "time::=T", "fork=f", "kill-child::",
+	"mount-proc::", "map-user:", "map-users:", "map-group:", "map-groups:", "map-root-user=r",
+	"map-current-user=c", "map-auto", "propagation:", "setgroups:", "keep-caps", "setuid:=S", "setgid:=G",
+	"root:=R", "wd:=w", "monotonic:", "boottime:")}
 
 func unwrapUnshare(u *unwrapped, args []Word) {
 	u.Privilege = true
-	g := newGNUGetopt(unshareSpec, args)
+	g := unshareGetopt.scan(args)
 	var root, wd *Word
 	for {
 		o, ok := g.next()
@@ -1110,11 +754,11 @@ func unwrapUnshare(u *unwrapped, args []Word) {
 			break
 		}
 		switch o.id {
-		case 'h', 'V':
+		case "h", "V":
 			return
-		case 'R':
+		case "R":
 			root = wordRef(o.arg)
-		case 'w':
+		case "w":
 			wd = wordRef(o.arg)
 		}
 	}
@@ -1134,32 +778,14 @@ func unwrapUnshare(u *unwrapped, args []Word) {
 	u.run(rest)
 }
 
-var nsenterSpec = &grammar{shorts: "ahVt:m::u::i::n::p::C::U::T::S:G:r::w::W:FZ", longs: []longOption{
-	{"all", arityNone, 'a'},
-	{"help", arityNone, 'h'},
-	{"version", arityNone, 'V'},
-	{"target", arityRequired, 't'},
-	{"mount", arityOptional, 'm'},
-	{"uts", arityOptional, 'u'},
-	{"ipc", arityOptional, 'i'},
-	{"net", arityOptional, 'n'},
-	{"pid", arityOptional, 'p'},
-	{"user", arityOptional, 'U'},
-	{"cgroup", arityOptional, 'C'},
-	{"time", arityOptional, 'T'},
-	{"setuid", arityRequired, 'S'},
-	{"setgid", arityRequired, 'G'},
-	{"preserve-credentials", arityNone, optLongID},
-	{"root", arityOptional, 'r'},
-	{"wd", arityOptional, 'w'},
-	{"wdns", arityRequired, 'W'},
-	{"no-fork", arityNone, 'F'},
-	{"follow-context", arityNone, 'Z'},
-}}
+var nsenterGetopt = getopt{short: "+ahVt:m::u::i::n::p::C::U::T::S:G:r::w::W:FZ", long: longs("all=a",
+	"help=h", "version=V", "target:=t", "mount::=m", "uts::=u", "ipc::=i", "net::=n", "pid::=p", "user::=U",
+	"cgroup::=C", "time::=T", "setuid:=S", "setgid:=G", "preserve-credentials", "root::=r", "wd::=w",
+	"wdns:=W", "no-fork=F", "follow-context=Z")}
 
 func unwrapNsenter(u *unwrapped, args []Word) {
 	u.Privilege = true
-	g := newGNUGetopt(nsenterSpec, args)
+	g := nsenterGetopt.scan(args)
 	var root, wd *Word
 	for {
 		o, ok := g.next()
@@ -1167,26 +793,26 @@ func unwrapNsenter(u *unwrapped, args []Word) {
 			break
 		}
 		switch o.id {
-		case 'h', 'V':
+		case "h", "V":
 			return
-		case 'a', 'm':
+		case "a", "m":
 			// Another mount namespace: every path may name something else.
 			if root == nil {
 				root = describedWord("(mount namespace of the target)")
 			}
-		case 'r':
-			if o.has {
+		case "r":
+			if o.hasArg {
 				root = wordRef(o.arg)
 			} else {
 				root = describedWord("(root of the target)")
 			}
-		case 'w':
-			if o.has {
+		case "w":
+			if o.hasArg {
 				wd = wordRef(o.arg)
 			} else {
 				wd = describedWord("(working directory of the target)")
 			}
-		case 'W':
+		case "W":
 			wd = wordRef(o.arg)
 		}
 	}
@@ -1202,36 +828,14 @@ func unwrapNsenter(u *unwrapped, args []Word) {
 	u.run(rest)
 }
 
-var setprivSpec = &grammar{shorts: "dhV", longs: []longOption{
-	{"dump", arityNone, 'd'},
-	{"nnp", arityNone, optLongID},
-	{"no-new-privs", arityNone, optLongID},
-	{"inh-caps", arityRequired, optLongID + 1},
-	{"ambient-caps", arityRequired, optLongID + 2},
-	{"list-caps", arityNone, optLongID + 3},
-	{"ruid", arityRequired, optLongID + 4},
-	{"euid", arityRequired, optLongID + 5},
-	{"rgid", arityRequired, optLongID + 6},
-	{"egid", arityRequired, optLongID + 7},
-	{"reuid", arityRequired, optLongID + 8},
-	{"regid", arityRequired, optLongID + 9},
-	{"clear-groups", arityNone, optLongID + 10},
-	{"keep-groups", arityNone, optLongID + 11},
-	{"init-groups", arityNone, optLongID + 12},
-	{"groups", arityRequired, optLongID + 13},
-	{"bounding-set", arityRequired, optLongID + 14},
-	{"securebits", arityRequired, optLongID + 15},
-	{"pdeathsig", arityRequired, optLongID + 16},
-	{"selinux-label", arityRequired, optLongID + 17},
-	{"apparmor-profile", arityRequired, optLongID + 18},
-	{"reset-env", arityNone, optLongID + 19},
-	{"help", arityNone, 'h'},
-	{"version", arityNone, 'V'},
-}}
+var setprivGetopt = getopt{short: "+dhV", long: longs("dump=d", "nnp", "no-new-privs=nnp", "inh-caps:",
+	"ambient-caps:", "list-caps", "ruid:", "euid:", "rgid:", "egid:", "reuid:", "regid:", "clear-groups",
+	"keep-groups", "init-groups", "groups:", "bounding-set:", "securebits:", "pdeathsig:", "selinux-label:",
+	"apparmor-profile:", "reset-env", "help=h", "version=V")}
 
 func unwrapSetpriv(u *unwrapped, args []Word) {
 	u.Privilege = true
-	g := newGNUGetopt(setprivSpec, args)
+	g := setprivGetopt.scan(args)
 	query := false
 	for {
 		o, ok := g.next()
@@ -1239,11 +843,11 @@ func unwrapSetpriv(u *unwrapped, args []Word) {
 			break
 		}
 		switch o.id {
-		case 'h', 'V':
+		case "h", "V":
 			return
-		case 'd', optLongID + 3:
+		case "d", "list-caps":
 			query = true // --dump and --list-caps print and exit
-		case optLongID + 19:
+		case "reset-env":
 			u.ClearEnv = true
 		}
 	}
@@ -1253,27 +857,12 @@ func unwrapSetpriv(u *unwrapped, args []Word) {
 	runOrMissing(u, g.rest())
 }
 
-var chrtSpec = &grammar{shorts: "abdD:fiphmoP:T:rRvV", longs: []longOption{
-	{"all-tasks", arityNone, 'a'},
-	{"batch", arityNone, 'b'},
-	{"deadline", arityNone, 'd'},
-	{"fifo", arityNone, 'f'},
-	{"help", arityNone, 'h'},
-	{"idle", arityNone, 'i'},
-	{"max", arityNone, 'm'},
-	{"other", arityNone, 'o'},
-	{"pid", arityNone, 'p'},
-	{"reset-on-fork", arityNone, 'R'},
-	{"rr", arityNone, 'r'},
-	{"sched-deadline", arityRequired, 'D'},
-	{"sched-period", arityRequired, 'P'},
-	{"sched-runtime", arityRequired, 'T'},
-	{"verbose", arityNone, 'v'},
-	{"version", arityNone, 'V'},
-}}
+var chrtGetopt = getopt{short: "+abdD:fiphmoP:T:rRvV", long: longs("all-tasks=a", "batch=b", "deadline=d",
+	"fifo=f", "help=h", "idle=i", "max=m", "other=o", "pid=p", "reset-on-fork=R", "rr=r", "sched-deadline:=D",
+	"sched-period:=P", "sched-runtime:=T", "verbose=v", "version=V")}
 
 func unwrapChrt(u *unwrapped, args []Word) {
-	g := newGNUGetopt(chrtSpec, args)
+	g := chrtGetopt.scan(args)
 	pid := false
 	for {
 		o, ok := g.next()
@@ -1281,9 +870,9 @@ func unwrapChrt(u *unwrapped, args []Word) {
 			break
 		}
 		switch o.id {
-		case 'h', 'V', 'm':
+		case "h", "V", "m":
 			return // --max prints the priority ranges and exits
-		case 'p':
+		case "p":
 			pid = true
 		}
 	}
@@ -1298,32 +887,13 @@ func unwrapChrt(u *unwrapped, args []Word) {
 	u.run(rest[1:])
 }
 
-var prlimitSpec = func() *grammar {
-	s := &grammar{shorts: "c::d::e::f::i::l::m::n::q::r::s::t::u::v::x::y::p:o:vVh", longs: []longOption{
-		{"pid", arityRequired, 'p'},
-		{"output", arityRequired, 'o'},
-		{"noheadings", arityNone, optLongID},
-		{"raw", arityNone, optLongID + 1},
-		{"verbose", arityNone, optLongID + 2},
-		{"help", arityNone, 'h'},
-		{"version", arityNone, 'V'},
-	}}
-	for _, r := range []struct {
-		name string
-		c    byte
-	}{
-		{"core", 'c'}, {"data", 'd'}, {"nice", 'e'}, {"fsize", 'f'},
-		{"sigpending", 'i'}, {"memlock", 'l'}, {"rss", 'm'}, {"nofile", 'n'},
-		{"msgqueue", 'q'}, {"rtprio", 'r'}, {"stack", 's'}, {"cpu", 't'},
-		{"nproc", 'u'}, {"as", 'v'}, {"locks", 'x'}, {"rttime", 'y'},
-	} {
-		s.longs = append(s.longs, longOption{r.name, arityOptional, int(r.c)})
-	}
-	return s
-}()
+var prlimitGetopt = getopt{short: "+c::d::e::f::i::l::m::n::q::r::s::t::u::v::x::y::p:o:vVh", long: longs(
+	"pid:=p", "output:=o", "noheadings", "raw", "verbose", "help=h", "version=V",
+	"core::=c", "data::=d", "nice::=e", "fsize::=f", "sigpending::=i", "memlock::=l", "rss::=m", "nofile::=n",
+	"msgqueue::=q", "rtprio::=r", "stack::=s", "cpu::=t", "nproc::=u", "as::=v", "locks::=x", "rttime::=y")}
 
 func unwrapPrlimit(u *unwrapped, args []Word) {
-	g := newGNUGetopt(prlimitSpec, args)
+	g := prlimitGetopt.scan(args)
 	pid := false
 	for {
 		o, ok := g.next()
@@ -1331,9 +901,9 @@ func unwrapPrlimit(u *unwrapped, args []Word) {
 			break
 		}
 		switch o.id {
-		case 'h', 'V':
+		case "h", "V":
 			return
-		case 'p':
+		case "p":
 			pid = true
 		}
 	}
@@ -1349,27 +919,12 @@ func unwrapPrlimit(u *unwrapped, args []Word) {
 	}
 }
 
-var scriptSpec = &grammar{permute: true, shorts: "aB:c:eE:fI:O:o:qm:T:t::Vh", longs: []longOption{
-	{"append", arityNone, 'a'},
-	{"command", arityRequired, 'c'},
-	{"echo", arityRequired, 'E'},
-	{"return", arityNone, 'e'},
-	{"flush", arityNone, 'f'},
-	{"force", arityNone, optLongID},
-	{"log-in", arityRequired, 'I'},
-	{"log-out", arityRequired, 'O'},
-	{"log-io", arityRequired, 'B'},
-	{"log-timing", arityRequired, 'T'},
-	{"logging-format", arityRequired, 'm'},
-	{"output-limit", arityRequired, 'o'},
-	{"quiet", arityNone, 'q'},
-	{"timing", arityOptional, 't'},
-	{"version", arityNone, 'V'},
-	{"help", arityNone, 'h'},
-}}
+var scriptGetopt = getopt{short: "aB:c:eE:fI:O:o:qm:T:t::Vh", long: longs("append=a", "command:=c", "echo:=E",
+	"return=e", "flush=f", "force", "log-in:=I", "log-out:=O", "log-io:=B", "log-timing:=T", "logging-format:=m",
+	"output-limit:=o", "quiet=q", "timing::=t", "version=V", "help=h")}
 
 func unwrapScript(u *unwrapped, args []Word) {
-	g := newGNUGetopt(scriptSpec, args)
+	g := scriptGetopt.scan(args)
 	var command *Word
 	logs := false
 	for {
@@ -1378,11 +933,11 @@ func unwrapScript(u *unwrapped, args []Word) {
 			break
 		}
 		switch o.id {
-		case 'h', 'V':
+		case "h", "V":
 			return
-		case 'c':
+		case "c":
 			command = wordRef(o.arg)
-		case 'I', 'O', 'B':
+		case "I", "O", "B":
 			logs = true
 		}
 	}
@@ -1400,28 +955,16 @@ func unwrapScript(u *unwrapped, args []Word) {
 	}
 }
 
-var suSpec = &grammar{permute: true, shorts: "c:fg:G:lmpPs:u:hVw:", longs: []longOption{
-	{"command", arityRequired, 'c'},
-	{"session-command", arityRequired, 'C'},
-	{"fast", arityNone, 'f'},
-	{"login", arityNone, 'l'},
-	{"preserve-environment", arityNone, 'p'},
-	{"pty", arityNone, 'P'},
-	{"shell", arityRequired, 's'},
-	{"group", arityRequired, 'g'},
-	{"supp-group", arityRequired, 'G'},
-	{"user", arityRequired, 'u'},
-	{"whitelist-environment", arityRequired, 'w'},
-	{"help", arityNone, 'h'},
-	{"version", arityNone, 'V'},
-}}
+var suGetopt = getopt{short: "c:fg:G:lmpPs:u:hVw:", long: longs("command:=c", "session-command:=C", "fast=f",
+	"login=l", "preserve-environment=p", "pty=P", "shell:=s", "group:=g", "supp-group:=G", "user:=u",
+	"whitelist-environment:=w", "help=h", "version=V")}
 
 // unwrapSu handles su and runuser (util-linux su-common.c). Both permute
 // their arguments, so options may follow the user name.
 func unwrapSu(u *unwrapped, args []Word) {
 	u.Privilege = true
 	runuser := u.Wrapper == "runuser"
-	g := newGNUGetopt(suSpec, args)
+	g := suGetopt.scan(args)
 	var command, shell, user *Word
 	login, fast := false, false
 	for {
@@ -1430,17 +973,17 @@ func unwrapSu(u *unwrapped, args []Word) {
 			break
 		}
 		switch o.id {
-		case 'h', 'V':
+		case "h", "V":
 			return
-		case 'c', 'C':
+		case "c", "C":
 			command = wordRef(o.arg)
-		case 'f':
+		case "f":
 			fast = true
-		case 'l':
+		case "l":
 			login = true
-		case 's':
+		case "s":
 			shell = wordRef(o.arg)
-		case 'u':
+		case "u":
 			if !runuser {
 				u.fail("-u is only for runuser")
 				return
@@ -1493,41 +1036,12 @@ func unwrapSu(u *unwrapped, args []Word) {
 // ---------------------------------------------------------------------------
 // sudo 1.9.13 (src/parse_args.c)
 
-const sudoHost = optLongID
-
-var sudoSpec = &grammar{shorts: "Aa:BbC:c:D:Eeg:Hh::iKklNnPp:R:r:SsT:t:U:u:Vv", longs: []longOption{
-	{"background", arityNone, 'b'},
-	{"preserve-env", arityOptional, 'E'},
-	{"edit", arityNone, 'e'},
-	{"set-home", arityNone, 'H'},
-	{"login", arityNone, 'i'},
-	{"remove-timestamp", arityNone, 'K'},
-	{"list", arityNone, 'l'},
-	{"preserve-groups", arityNone, 'P'},
-	{"shell", arityNone, 's'},
-	{"other-user", arityRequired, 'U'},
-	{"validate", arityNone, 'v'},
-	{"askpass", arityNone, 'A'},
-	{"auth-type", arityRequired, 'a'},
-	{"bell", arityNone, 'B'},
-	{"close-from", arityRequired, 'C'},
-	{"login-class", arityRequired, 'c'},
-	{"chdir", arityRequired, 'D'},
-	{"group", arityRequired, 'g'},
-	{"help", arityNone, 'h'},
-	{"host", arityRequired, sudoHost},
-	{"reset-timestamp", arityNone, 'k'},
-	{"no-update", arityNone, 'N'},
-	{"non-interactive", arityNone, 'n'},
-	{"prompt", arityRequired, 'p'},
-	{"chroot", arityRequired, 'R'},
-	{"role", arityRequired, 'r'},
-	{"stdin", arityNone, 'S'},
-	{"command-timeout", arityRequired, 'T'},
-	{"type", arityRequired, 't'},
-	{"user", arityRequired, 'u'},
-	{"version", arityNone, 'V'},
-}}
+var sudoGetopt = getopt{short: "+Aa:BbC:c:D:Eeg:Hh::iKklNnPp:R:r:SsT:t:U:u:Vv", long: longs("background=b",
+	"preserve-env::=E", "edit=e", "set-home=H", "login=i", "remove-timestamp=K", "list=l", "preserve-groups=P",
+	"shell=s", "other-user:=U", "validate=v", "askpass=A", "auth-type:=a", "bell=B", "close-from:=C",
+	"login-class:=c", "chdir:=D", "group:=g", "help=h", "host:", "reset-timestamp=k", "no-update=N",
+	"non-interactive=n", "prompt:=p", "chroot:=R", "role:=r", "stdin=S", "command-timeout:=T", "type:=t",
+	"user:=u", "version=V")}
 
 // sudo modes; "run" is the default.
 const (
@@ -1548,7 +1062,7 @@ func sudoIsEnvar(v string) bool {
 
 func unwrapSudo(u *unwrapped, args []Word) {
 	u.Privilege = true
-	g := newGNUGetopt(sudoSpec, args)
+	g := sudoGetopt.scan(args)
 	mode := sudoRun
 	modeSet := false
 	setMode := func(m int) bool {
@@ -1570,43 +1084,44 @@ func unwrapSudo(u *unwrapped, args []Word) {
 			}
 			// Words setting variables may stand among the options,
 			// but not after "--".
-			end, maybe := g.prevIs("--")
-			if end || g.i >= len(g.args) || !sudoIsEnvar(g.args[g.i].Value) {
+			prev, _ := g.prev()
+			w, more := g.peek()
+			if isWord(prev, "--") || !more || !sudoIsEnvar(w.Value) {
 				break
 			}
-			if maybe {
-				u.fail("dynamic word %s before %s", g.args[g.i-1].Value, g.args[g.i].Value)
+			if prev.Dynamic {
+				u.fail("dynamic word %s before %s", prev.Value, w.Value)
 				return
 			}
-			u.Assigns = append(u.Assigns, g.args[g.i])
-			g.i++
+			u.Assigns = append(u.Assigns, w)
+			g.skip()
 			continue
 		}
 		switch o.id {
-		case 'a', 'c':
-			u.fail("%s is not supported on this system", o.name)
+		case "a", "c":
+			u.fail("%s is not supported on this system", o)
 			return
-		case 'E':
-			if !o.has {
+		case "E":
+			if !o.hasArg {
 				preserveAll = true
 			}
-		case 'e':
+		case "e":
 			if !setMode(sudoEdit) {
 				return
 			}
-		case 'h':
-			if !o.has {
+		case "h":
+			if !o.hasArg {
 				// "-h host" (the word exactly "-h" followed by a word
 				// that is neither an option nor a variable) names a host;
 				// otherwise -h asks for help.
-				if exact, _ := g.prevIs("-h"); exact && g.i < len(g.args) {
-					next := g.args[g.i]
+				prev, _ := g.prev()
+				if next, ok := g.peek(); ok && isWord(prev, "-h") {
 					if next.Dynamic {
 						u.fail("dynamic word %s after -h", next.Value)
 						return
 					}
 					if !strings.HasPrefix(next.Value, "-") && !sudoIsEnvar(next.Value) {
-						g.i++
+						g.skip()
 						continue
 					}
 				}
@@ -1614,33 +1129,33 @@ func unwrapSudo(u *unwrapped, args []Word) {
 					return
 				}
 			}
-		case 'i':
+		case "i":
 			login = true
-		case 's':
+		case "s":
 			shell = true
-		case 'K':
+		case "K":
 			if !setMode(sudoKill) {
 				return
 			}
-		case 'k':
+		case "k":
 			ignoreTicket = true
-		case 'l':
+		case "l":
 			if !setMode(sudoList) { // -ll asks for the long format
 				return
 			}
-		case 'v':
+		case "v":
 			if !setMode(sudoValidate) {
 				return
 			}
-		case 'V':
+		case "V":
 			if !setMode(sudoVersion) {
 				return
 			}
-		case 'D':
+		case "D":
 			chdir = wordRef(o.arg)
-		case 'R':
+		case "R":
 			root = wordRef(o.arg)
-		case 'u':
+		case "u":
 			runas = o.arg.Value
 		}
 	}
@@ -1714,12 +1229,12 @@ func unwrapSudoedit(u *unwrapped, _ []Word) {
 	u.fail("edits files as another user")
 }
 
-// doas (OpenDoas 6.8): plain getopt "+C:Lnsu:".
-var doasSpec = &grammar{shorts: "C:Lnsu:"}
+// doas (OpenDoas 6.8): plain getopt.
+var doasGetopt = getopt{short: "+C:Lnsu:"}
 
 func unwrapDoas(u *unwrapped, args []Word) {
 	u.Privilege = true
-	g := newGNUGetopt(doasSpec, args)
+	g := doasGetopt.scan(args)
 	check, shell := false, false
 	for {
 		o, ok := g.next()
@@ -1727,11 +1242,11 @@ func unwrapDoas(u *unwrapped, args []Word) {
 			break
 		}
 		switch o.id {
-		case 'L':
+		case "L":
 			return // clears persisted authentications and exits
-		case 'C':
+		case "C":
 			check = true
-		case 's':
+		case "s":
 			shell = true
 		}
 	}
@@ -1903,54 +1418,28 @@ func unwrapBusybox(u *unwrapped, args []Word) {
 }
 
 // ---------------------------------------------------------------------------
-// strace 6.1: getopt "+a:Ab:cCdDe:E:fFhiI:kno:O:p:P:qrs:S:tTu:U:vVwxX:yYzZ".
-// Its long option table is large and version-specific, so long options must
-// be spelled in full (an abbreviation makes the result opaque rather than
-// risk resolving it differently from strace).
+// strace 6.1. Its long option table is large and version-specific, so long
+// options must be spelled in full (an abbreviation makes the result opaque
+// rather than risk resolving it differently from strace).
 
-var straceLong = map[string]optArity{
-	"output": arityRequired, "env": arityRequired, "attach": arityRequired, "user": arityRequired,
-	"follow-forks": arityNone, "output-separately": arityNone, "trace": arityRequired,
-	"trace-path": arityRequired, "string-limit": arityRequired, "summary-only": arityNone,
-	"summary": arityNone, "columns": arityRequired, "absolute-timestamps": arityOptional,
-	"relative-timestamps": arityOptional, "syscall-times": arityOptional,
-	"seccomp-bpf": arityNone, "quiet": arityOptional, "signal": arityRequired,
-	"status": arityRequired, "abbrev": arityRequired, "verbose": arityRequired, "raw": arityRequired,
-	"read": arityRequired, "write": arityRequired, "fault": arityRequired, "inject": arityRequired,
-	"detach-on": arityRequired, "daemonize": arityOptional, "interruptible": arityRequired,
-	"instruction-pointer": arityNone, "syscall-number": arityNone,
-	"stack-traces": arityNone, "successful-only": arityNone, "failed-only": arityNone,
-	"decode-fds": arityOptional, "decode-pids": arityRequired, "kvm": arityRequired,
-	"help": arityNone, "version": arityNone, "output-append-mode": arityNone,
-	"summary-sort-by": arityRequired, "summary-syscall-overhead": arityRequired,
-	"summary-wall-clock": arityNone, "no-abbrev": arityNone,
-	"strings-in-hex": arityOptional, "const-print-style": arityRequired, "debug": arityNone,
-	"summary-columns": arityRequired, "tips": arityOptional,
-}
-
-// straceSpec maps the long options that matter onto their short ids.
-var straceSpec = func() *grammar {
-	ids := map[string]int{"output": 'o', "env": 'E', "attach": 'p', "user": 'u', "help": 'h', "version": 'V'}
-	s := &grammar{shorts: "a:Ab:cCdDe:E:fFhiI:kno:O:p:P:qrs:S:tTu:U:vVwxX:yYzZ"}
-	n := optLongID
-	for name, kind := range straceLong {
-		id, ok := ids[name]
-		if !ok {
-			id, n = n, n+1
-		}
-		s.longs = append(s.longs, longOption{name, kind, id})
-	}
-	return s
-}()
+var straceGetopt = getopt{short: "+a:Ab:cCdDe:E:fFhiI:kno:O:p:P:qrs:S:tTu:U:vVwxX:yYzZ", exact: true, long: longs(
+	"output:=o", "env:=E", "attach:=p", "user:=u", "follow-forks", "output-separately", "trace:",
+	"trace-path:", "string-limit:", "summary-only", "summary", "columns:", "absolute-timestamps::",
+	"relative-timestamps::", "syscall-times::", "seccomp-bpf", "quiet::", "signal:", "status:", "abbrev:",
+	"verbose:", "raw:", "read:", "write:", "fault:", "inject:", "detach-on:", "daemonize::", "interruptible:",
+	"instruction-pointer", "syscall-number", "stack-traces", "successful-only", "failed-only", "decode-fds::",
+	"decode-pids:", "kvm:", "help=h", "version=V", "output-append-mode", "summary-sort-by:",
+	"summary-syscall-overhead:", "summary-wall-clock", "no-abbrev", "strings-in-hex::", "const-print-style:",
+	"debug", "summary-columns:", "tips::")}
 
 func unwrapStrace(u *unwrapped, args []Word) {
-	g := newGNUGetopt(straceSpec, args)
+	g := straceGetopt.scan(args)
 	attach := false
 	for {
-		if g.sub == 0 && g.i < len(g.args) && !g.args[g.i].Dynamic {
-			if v := g.args[g.i].Value; strings.HasPrefix(v, "--") && len(v) > 2 {
+		if w, ok := g.peek(); ok && !w.Dynamic {
+			if v := w.Value; strings.HasPrefix(v, "--") && len(v) > 2 {
 				name, _, _ := strings.Cut(v[2:], "=")
-				if _, exact := straceLong[name]; !exact {
+				if hit, _ := straceGetopt.findLong(name); hit == nil {
 					u.fail("option --%s is not understood by the analyzer", name)
 					return
 				}
@@ -1961,13 +1450,13 @@ func unwrapStrace(u *unwrapped, args []Word) {
 			break
 		}
 		switch o.id {
-		case 'h', 'V':
+		case "h", "V":
 			return
-		case 'p':
+		case "p":
 			attach = true
-		case 'u':
+		case "u":
 			u.Privilege = true // runs the command as another user
-		case 'o':
+		case "o":
 			// -o '|cmd' or -o '!cmd' pipes the trace into a shell command.
 			switch {
 			case o.arg.Dynamic:
@@ -1976,7 +1465,7 @@ func unwrapStrace(u *unwrapped, args []Word) {
 			case strings.HasPrefix(o.arg.Value, "|"), strings.HasPrefix(o.arg.Value, "!"):
 				u.Code = append(u.Code, Word{Value: o.arg.Value[1:]})
 			}
-		case 'E':
+		case "E":
 			switch {
 			case o.arg.Dynamic:
 				u.fail("dynamic -E value %s", o.arg.Value)
@@ -2003,24 +1492,12 @@ func unwrapStrace(u *unwrapped, args []Word) {
 // ---------------------------------------------------------------------------
 // procps watch 4.0.2
 
-var watchSpec = &grammar{shorts: "bced::ghq:n:pvtwx", longs: []longOption{
-	{"color", arityNone, 'c'},
-	{"differences", arityOptional, 'd'},
-	{"help", arityNone, 'h'},
-	{"interval", arityRequired, 'n'},
-	{"beep", arityNone, 'b'},
-	{"errexit", arityNone, 'e'},
-	{"chgexit", arityNone, 'g'},
-	{"equexit", arityRequired, 'q'},
-	{"exec", arityNone, 'x'},
-	{"precise", arityNone, 'p'},
-	{"no-title", arityNone, 't'},
-	{"no-wrap", arityNone, 'w'},
-	{"version", arityNone, 'v'},
-}}
+var watchGetopt = getopt{short: "+bced::ghq:n:pvtwx", long: longs("color=c", "differences::=d", "help=h",
+	"interval:=n", "beep=b", "errexit=e", "chgexit=g", "equexit:=q", "exec=x", "precise=p", "no-title=t",
+	"no-wrap=w", "version=v")}
 
 func unwrapWatch(u *unwrapped, args []Word) {
-	g := newGNUGetopt(watchSpec, args)
+	g := watchGetopt.scan(args)
 	exec := false
 	for {
 		o, ok := g.next()
@@ -2028,9 +1505,9 @@ func unwrapWatch(u *unwrapped, args []Word) {
 			break
 		}
 		switch o.id {
-		case 'h', 'v':
+		case "h", "v":
 			return
-		case 'x':
+		case "x":
 			exec = true
 		}
 	}
@@ -2053,34 +1530,13 @@ func unwrapWatch(u *unwrapped, args []Word) {
 // ---------------------------------------------------------------------------
 // findutils 4.9
 
-const (
-	xargsShowLimits = optLongID + iota
-	xargsSlotVar
-)
-
-var xargsSpec = &grammar{shorts: "0a:E:e::i::I:l::L:n:oprs:txP:d:", longs: []longOption{
-	{"null", arityNone, '0'},
-	{"arg-file", arityRequired, 'a'},
-	{"delimiter", arityRequired, 'd'},
-	{"eof", arityOptional, 'e'},
-	{"replace", arityOptional, 'i'},
-	{"max-lines", arityOptional, 'l'},
-	{"max-args", arityRequired, 'n'},
-	{"open-tty", arityNone, 'o'},
-	{"interactive", arityNone, 'p'},
-	{"no-run-if-empty", arityNone, 'r'},
-	{"max-chars", arityRequired, 's'},
-	{"verbose", arityNone, 't'},
-	{"show-limits", arityNone, xargsShowLimits},
-	{"exit", arityNone, 'x'},
-	{"max-procs", arityRequired, 'P'},
-	{"process-slot-var", arityRequired, xargsSlotVar},
-	{"version", arityNone, optVersionID},
-	{"help", arityNone, optHelpID},
-}}
+var xargsGetopt = getopt{short: "+0a:E:e::i::I:l::L:n:oprs:txP:d:", long: longs("null=0", "arg-file:=a",
+	"delimiter:=d", "eof::=e", "replace::=i", "max-lines::=l", "max-args:=n", "open-tty=o", "interactive=p",
+	"no-run-if-empty=r", "max-chars:=s", "verbose=t", "show-limits", "exit=x", "max-procs:=P",
+	"process-slot-var:", "version", "help")}
 
 func unwrapXargs(u *unwrapped, args []Word) {
-	g := newGNUGetopt(xargsSpec, args)
+	g := xargsGetopt.scan(args)
 	replace := ""
 	var dynReplace *Word
 	for {
@@ -2089,12 +1545,12 @@ func unwrapXargs(u *unwrapped, args []Word) {
 			break
 		}
 		switch o.id {
-		case optHelpID, optVersionID:
+		case "help", "version":
 			return
-		case 'I', 'i':
+		case "I", "i":
 			dynReplace = nil
 			switch {
-			case !o.has:
+			case !o.hasArg:
 				replace = "{}"
 			case o.arg.Dynamic:
 				dynReplace = wordRef(o.arg)
