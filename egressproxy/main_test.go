@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+
+	"github.com/mitrity/mitrity/govern/egress/relay"
 )
 
 // TestMain doubles as the helper processes the e2e tests need: a parent to
@@ -26,6 +28,9 @@ func TestMain(m *testing.M) {
 		return
 	case "sink":
 		helperSink()
+		return
+	case "bridge":
+		helperBridge()
 		return
 	}
 	code := m.Run()
@@ -116,7 +121,8 @@ func helperEcho() {
 
 // helperSink listens on EGRESSPROXY_ECHO_ADDR, says "listening", and on
 // each connection reads frames (an 8-byte big-endian length, then that many
-// bytes), acking each with one byte once all of it arrived.
+// bytes), acking each with one byte once all of it arrived. A length with
+// the fetch bit asks for that many bytes instead.
 func helperSink() {
 	ln, err := net.Listen("tcp", os.Getenv("EGRESSPROXY_ECHO_ADDR"))
 	if err != nil {
@@ -124,6 +130,7 @@ func helperSink() {
 		os.Exit(1)
 	}
 	fmt.Println("listening")
+	payload := make([]byte, frameSize)
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -133,6 +140,16 @@ func helperSink() {
 			defer c.Close()
 			var n uint64
 			for binary.Read(c, binary.BigEndian, &n) == nil {
+				if n&fetch != 0 {
+					for n &^= fetch; n > 0; {
+						k := min(n, uint64(len(payload)))
+						if _, err := c.Write(payload[:k]); err != nil {
+							return
+						}
+						n -= k
+					}
+					continue
+				}
 				if _, err := io.CopyN(io.Discard, c, int64(n)); err != nil {
 					return
 				}
@@ -140,6 +157,32 @@ func helperSink() {
 					return
 				}
 			}
+		}()
+	}
+}
+
+// helperBridge plays the sandbox's egress bridge: it listens on TCP
+// loopback, prints the address, and relays each connection to the proxy's
+// socket EGRESSPROXY_SOCKET as the bridge does.
+func helperBridge() {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Println(ln.Addr().String())
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			os.Exit(0)
+		}
+		go func() {
+			u, err := net.Dial("unix", os.Getenv("EGRESSPROXY_SOCKET"))
+			if err != nil {
+				c.Close()
+				return
+			}
+			relay.Run(c, u, relay.Options{})
 		}()
 	}
 }

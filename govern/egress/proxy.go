@@ -26,8 +26,6 @@ const (
 	// closeWait bounds how long Close waits for handlers still deciding, so
 	// that the report it precedes is final.
 	closeWait = 5 * time.Second
-	// tunnelBuf is the copy buffer of each tunnel direction.
-	tunnelBuf = 256 << 10
 )
 
 // Proxy is an HTTP forward proxy in front of a Checker: CONNECT host:port
@@ -359,7 +357,7 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 	if n := brw.Reader.Buffered(); n > 0 {
 		early, _ = brw.Reader.Peek(n)
 	}
-	newTunnel(client, upstream, p.idleTimeout).run(early)
+	tunnel(client, upstream, p.idleTimeout, early)
 }
 
 // forward serves one absolute-form plain HTTP request: decide on the URL's

@@ -566,6 +566,58 @@ func TestTunnelIdleTimeout(t *testing.T) {
 	conn.Close()
 }
 
+// The same through the Unix socket, where the tunnel splices: a download
+// much longer than the idle timeout, the client silent throughout, arrives
+// whole, and the client's half-close still reaches the server.
+func TestTunnelIdleWhileSplicing(t *testing.T) {
+	t.Parallel()
+	const idle = time.Second // wide margins, as above
+	chunk := make([]byte, 512<<10)
+	for i := range chunk {
+		chunk[i] = byte(i * 31)
+	}
+	const chunks = 48 // over about 3 idle times
+	up := startUpstream(t, func(c net.Conn) {
+		for range chunks {
+			if _, err := c.Write(chunk); err != nil {
+				return
+			}
+			time.Sleep(idle / 16)
+		}
+		// Then wait for the client's half-close and answer it.
+		if n, _ := io.Copy(io.Discard, c); n == 0 {
+			_, _ = io.WriteString(c, "bye")
+		}
+	})
+	c, _ := loopbackChecker(t, egress.Config{Allow: []string{"allowed.test:" + port(up)}}, "allowed.test")
+	sock := filepath.Join(t.TempDir(), "egress.sock")
+	ln, err := egress.ListenUnix(sock)
+	assert.NilError(t, err)
+	p, err := egress.NewProxy(c, egress.WithIdleTimeout(idle))
+	assert.NilError(t, err)
+	go func() { _ = p.Serve(ln) }()
+	t.Cleanup(func() { _ = p.Close() })
+
+	conn, err := net.Dial("unix", sock)
+	assert.NilError(t, err)
+	defer conn.Close()
+	_, br, resp := connectOn(t, conn, "allowed.test:"+port(up), nil)
+	assert.Equal(t, resp.StatusCode, http.StatusOK)
+	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+	start := time.Now()
+	got := make([]byte, len(chunk))
+	for i := range chunks {
+		_, err := io.ReadFull(br, got)
+		assert.NilError(t, err, "chunk %d, after %v", i, time.Since(start))
+		assert.Assert(t, string(got) == string(chunk), "chunk %d differs", i)
+	}
+	assert.Assert(t, time.Since(start) > idle, "too fast to show anything: %v", time.Since(start))
+	assert.NilError(t, conn.(*net.UnixConn).CloseWrite())
+	rest, err := io.ReadAll(br)
+	assert.NilError(t, err)
+	assert.Equal(t, string(rest), "bye")
+}
+
 func TestHeaderTimeout(t *testing.T) {
 	t.Parallel()
 	c, _ := loopbackChecker(t, egress.Config{Allow: []string{"*"}})

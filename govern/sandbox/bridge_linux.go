@@ -2,12 +2,13 @@ package sandbox
 
 import (
 	"errors"
-	"io"
 	"net"
 	"os"
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/mitrity/mitrity/govern/egress/relay"
 )
 
 // maxBridgeConns bounds the connections the bridge forwards at once.
@@ -117,8 +118,10 @@ func (b *bridge) close() {
 	b.wg.Wait()
 }
 
-// forward copies both ways between c and a new connection to socket,
-// passing half-closes on so request/response protocols finish cleanly.
+// forward relays c and a new connection to socket both ways
+// (relay.Run, as the proxy's tunnels do: splice(2) between the two
+// sockets, half-closes passed on so request/response protocols finish
+// cleanly, an error on either side closing both).
 func (b *bridge) forward(c net.Conn, socket string) {
 	b.track(c, true)
 	defer b.track(c, false)
@@ -129,19 +132,5 @@ func (b *bridge) forward(c net.Conn, socket string) {
 	}
 	b.track(u, true)
 	defer b.track(u, false)
-	defer u.Close()
-	var wg sync.WaitGroup
-	wg.Add(2)
-	pipe := func(dst, src net.Conn) {
-		defer wg.Done()
-		io.Copy(dst, src)
-		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
-			cw.CloseWrite()
-		} else {
-			dst.Close()
-		}
-	}
-	go pipe(u, c)
-	go pipe(c, u)
-	wg.Wait()
+	relay.Run(c, u, relay.Options{})
 }

@@ -1,0 +1,103 @@
+package sandbox
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"io"
+	"net"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+)
+
+// startBridge serves a bridge from a loopback port to a Unix socket whose
+// server is serve, and returns the port's address and the bridge's stop.
+func startBridge(t *testing.T, serve func(net.Conn)) (string, func()) {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "egress.sock")
+	uln, err := net.Listen("unix", sock)
+	assert.NilError(t, err)
+	t.Cleanup(func() { uln.Close() })
+	go func() {
+		for {
+			c, err := uln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				serve(c)
+			}()
+		}
+	}()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	assert.NilError(t, err)
+	stop := ServeBridge(ln, sock)
+	t.Cleanup(stop)
+	return ln.Addr().String(), stop
+}
+
+// Megabytes go through the bridge whole both ways, and a half-close
+// reaches the proxy's side as EOF while the answer still flows back.
+func TestBridgeRelaysBothWays(t *testing.T) {
+	t.Parallel()
+	// The "proxy" reads the whole upload, then answers with its digest
+	// and a download, then closes.
+	download := make([]byte, 7<<20+5)
+	_, _ = rand.Read(download)
+	addr, _ := startBridge(t, func(c net.Conn) {
+		h := sha256.New()
+		if _, err := io.Copy(h, c); err != nil {
+			return
+		}
+		_, _ = c.Write(h.Sum(nil))
+		_, _ = c.Write(download)
+	})
+	upload := make([]byte, 9<<20+3)
+	_, _ = rand.Read(upload)
+	c, err := net.Dial("tcp", addr)
+	assert.NilError(t, err)
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+	go func() {
+		if _, err := c.Write(upload); err == nil {
+			_ = c.(*net.TCPConn).CloseWrite()
+		}
+	}()
+	got, err := io.ReadAll(c)
+	assert.NilError(t, err)
+	want := sha256.Sum256(upload)
+	assert.Equal(t, len(got), len(want)+len(download))
+	assert.DeepEqual(t, got[:len(want)], want[:])
+	assert.Equal(t, sha256.Sum256(got[len(want):]), sha256.Sum256(download))
+}
+
+// stop drops a connection that is still open, and the port takes no more.
+func TestBridgeStopDropsConnections(t *testing.T) {
+	t.Parallel()
+	addr, stop := startBridge(t, func(c net.Conn) { _, _ = io.Copy(c, c) })
+	c, err := net.Dial("tcp", addr)
+	assert.NilError(t, err)
+	defer c.Close()
+	_, err = c.Write([]byte("ping"))
+	assert.NilError(t, err)
+	b := make([]byte, 4)
+	_, err = io.ReadFull(c, b)
+	assert.NilError(t, err)
+	assert.Equal(t, string(b), "ping")
+
+	stop()
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err = c.Read(b)
+	assert.Assert(t, err != nil, "the connection outlived stop")
+	assert.Assert(t, !isTimeout(err), "the connection outlived stop: %v", err)
+	_, err = net.DialTimeout("tcp", addr, time.Second)
+	assert.Assert(t, err != nil, "the port still accepts after stop")
+}
+
+func isTimeout(err error) bool {
+	ne, ok := err.(net.Error)
+	return ok && ne.Timeout()
+}
