@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -20,8 +21,11 @@ import (
 // socket, a ticket) and the rewritten command, `mitrity-hook exec TICKET`
 // under bash -c, redeems it (the sandboxed run, streamed back, audited).
 // "served" is both together, "relay" the second alone (what the command
-// itself now takes; the hook ran before the framework started it). It
-// reports each median and each as a multiple of raw bubblewrap's.
+// itself now takes; the hook ran before the framework started it). "mcp"
+// is the tool call an MCP client makes to `serve --stdio` (shell__execute:
+// the whole pipeline, the sandboxed run, the audit; no process started
+// but the sandbox's). It reports each median and each as a multiple of raw
+// bubblewrap's.
 func BenchmarkGatewayExec(b *testing.B) {
 	if os.Geteuid() != 0 {
 		b.Skip("the world runs a root gateway with run_as")
@@ -30,6 +34,7 @@ func BenchmarkGatewayExec(b *testing.B) {
 	hw := newHookWorld(b, 300)
 	routed := []string{"MITRITY_AGENT=routed-claude"}
 	var relayTimes []time.Duration
+	cs := w.mcpStdio(b, "local")
 	bwrap, err := exec.LookPath("bwrap")
 	if err != nil {
 		b.Fatal(err)
@@ -50,6 +55,15 @@ func BenchmarkGatewayExec(b *testing.B) {
 			cmd.Dir = w.ws
 			cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + w.dir}
 			return cmd.Run()
+		}},
+		{"mcp", func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			r, err := callShell(b, ctx, cs, map[string]any{"command": "true"})
+			if err != nil || r.isError || r.structured["sandbox_mode"] != "bubblewrap" {
+				return fmt.Errorf("shell__execute: %+v, %v", r, err)
+			}
+			return nil
 		}},
 		{"served", func() error {
 			relay := hw.admitRouted(b, "routed-claude", "true")
@@ -89,7 +103,8 @@ func BenchmarkGatewayExec(b *testing.B) {
 	}
 	b.ReportMetric(med(relayTimes), "relay-ms")
 	b.ReportMetric(med(samples[2])/med(samples[1]), "gateway/bwrap")
-	b.ReportMetric(med(samples[3])/med(samples[1]), "served/bwrap")
+	b.ReportMetric(med(samples[3])/med(samples[1]), "mcp/bwrap")
+	b.ReportMetric(med(samples[4])/med(samples[1]), "served/bwrap")
 	b.ReportMetric(med(relayTimes)/med(samples[1]), "relay/bwrap")
 	b.ReportMetric(0, "ns/op")
 }

@@ -20,7 +20,7 @@ import (
 
 // mcpStdio starts `mitrity-gateway serve --stdio` in w as a subprocess and
 // connects the MCP Go SDK's client to it.
-func (w *world) mcpStdio(t *testing.T, agent string) *mcp.ClientSession {
+func (w *world) mcpStdio(t testing.TB, agent string) *mcp.ClientSession {
 	t.Helper()
 	cmd := exec.Command(w.bin, "--log-level", "error", "serve", "--stdio", "--config", w.cfg, "--admin-dir", w.admin, "--agent", agent)
 	cmd.Dir = w.ws
@@ -42,7 +42,7 @@ type toolResult struct {
 	structured map[string]any
 }
 
-func callShell(t *testing.T, ctx context.Context, cs *mcp.ClientSession, args map[string]any) (toolResult, error) {
+func callShell(t testing.TB, ctx context.Context, cs *mcp.ClientSession, args map[string]any) (toolResult, error) {
 	t.Helper()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "shell__execute", Arguments: args})
 	if err != nil {
