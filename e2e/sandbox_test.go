@@ -282,3 +282,43 @@ func TestExecRelativeConfig(t *testing.T) {
 		t.Fatalf("the gateway's own config was readable in the sandbox: %q", r.stdout)
 	}
 }
+
+// TestSandboxReprobe: exec.sandbox.backend auto re-checks per call. A
+// gateway that started without a usable sandbox (here: its helper is not
+// installed) denies what requires one; once the host is fixed, a later
+// call finds the sandbox, without a restart, and runs at full strength.
+func TestSandboxReprobe(t *testing.T) {
+	t.Parallel()
+	w := newWorldBackend(t, false, sandboxPolicy, "auto")
+	helper := filepath.Join(w.dir, "mitrity-sandboxrun")
+	saved := helper + ".away"
+	must(t, os.Rename(helper, saved))
+	cs := w.mcpStdio(t, "local")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	r, err := callShell(t, ctx, cs, map[string]any{"command": "echo ran"})
+	if err != nil || !r.isError || r.structured["reason"] != "sandbox_unavailable" || strings.Contains(r.text, "ran\n") {
+		t.Fatalf("without its helper the gateway must deny what requires a sandbox: %+v, %v", r, err)
+	}
+	must(t, os.Rename(saved, helper))
+	start := time.Now()
+	for {
+		r, err = callShell(t, ctx, cs, map[string]any{"command": "echo ran"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.isError {
+			break
+		}
+		if r.structured["reason"] != "sandbox_unavailable" {
+			t.Fatalf("while the sandbox comes back: %+v", r)
+		}
+		if time.Since(start) > 30*time.Second {
+			t.Fatalf("the sandbox did not come back within 30s (re-probe every %v): %+v", 10*time.Second, r)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if r.text != "ran\n" || r.structured["sandbox_mode"] != "bubblewrap" {
+		t.Fatalf("after the fix: %+v", r)
+	}
+}

@@ -20,9 +20,19 @@ import (
 type backend struct {
 	available bool
 	// reason says why it is not available (the probe's reason and remedy).
-	reason  string
+	reason string
+	// reprobe: it is not available on a host that can still be fixed (a
+	// sysctl, a package, a helper installed), so calls probe again (see
+	// Service.bind).
+	reprobe bool
 	sandbox executor.Sandbox
 }
+
+// ReprobeInterval is how often, at most, a call probes again for a
+// sandbox that was not available: a host that is fixed gets its sandbox
+// back without a restart, and a host that is not pays one probe per
+// interval, never one per call.
+const ReprobeInterval = 10 * time.Second
 
 // ProbeCacheTTL is how long a full-strength sandbox probe is trusted.
 const ProbeCacheTTL = 10 * time.Minute
@@ -42,7 +52,7 @@ func selectBackend(cfg *config.Config) backend {
 	}
 	helper := sandboxHelper()
 	if helper == "" {
-		return backend{reason: "mitrity-sandboxrun was not found next to the gateway or in PATH"}
+		return backend{reason: "mitrity-sandboxrun was not found next to the gateway or in PATH", reprobe: true}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -70,7 +80,7 @@ func backendFrom(cfg *config.Config, helper string, rep sandbox.ProbeReport) bac
 		if c.Remedy != "" {
 			msg += " (remedy: " + c.Remedy + ")"
 		}
-		return backend{reason: msg}
+		return backend{reason: msg, reprobe: true}
 	}
 	// The gateway's own files are unreadable inside the sandbox.
 	deny := []string{cfg.File, cfg.Policy, filepath.Dir(cfg.Audit.Path)}

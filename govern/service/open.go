@@ -46,6 +46,7 @@ func Open(cfg *config.Config, logger zerolog.Logger, opts ...pipeline.Option) (*
 	}
 	svc := New(Deps{Config: cfg, Audit: w, Logger: logger})
 	svc.gen.Store(g)
+	svc.probed = time.Now() // build just probed
 	return svc, nil
 }
 
@@ -156,6 +157,7 @@ func (s *Service) Reload(cfg *config.Config, logger zerolog.Logger) error {
 		return err
 	}
 	s.gen.Store(g)
+	s.probed = time.Now()
 	// The old feed watcher stops; calls still running under the old
 	// generation keep the feed it last loaded.
 	old.close()

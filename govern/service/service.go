@@ -48,7 +48,8 @@ type Service struct {
 	// redeems them.
 	tickets *ticket.Store
 	metrics *metrics.Metrics // nil: none
-	reload  sync.Mutex       // one Reload at a time
+	reload  sync.Mutex       // one Reload (or re-probe) at a time
+	probed  time.Time        // the last re-probe; under reload
 }
 
 // generation is what one load of the config builds.
@@ -75,7 +76,47 @@ type bound struct {
 	*generation
 }
 
-func (s *Service) bind() bound { return bound{s, s.gen.Load()} }
+func (s *Service) bind() bound {
+	g := s.gen.Load()
+	if !g.backend.available && g.backend.reprobe {
+		g = s.reprobe(g)
+	}
+	return bound{s, g}
+}
+
+// reprobe is exec.sandbox.backend's "re-checks per call" for a sandbox
+// found unavailable: at most once per ReprobeInterval, a call builds the
+// generation again from the same configuration, which probes the host
+// afresh (a failed probe is never cached); when the sandbox is there now,
+// that generation replaces g, as a reload would, and this call and every
+// later one run sandboxed. A call that finds another probing does not
+// wait for it. (A sandbox that is available is re-checked by every run
+// itself: bubblewrap failing to start is failed_to_start,
+// sandbox_unavailable, never a silent run without it.)
+func (s *Service) reprobe(g *generation) *generation {
+	if !s.reload.TryLock() {
+		return g
+	}
+	defer s.reload.Unlock()
+	if cur := s.gen.Load(); cur != g {
+		return cur // reloaded meanwhile
+	}
+	if time.Since(s.probed) < ReprobeInterval {
+		return g
+	}
+	s.probed = time.Now()
+	ng, err := build(g.cfg, s.log, pipeline.WithHolds(g.pipe.Holds()))
+	if err != nil || !ng.backend.available {
+		if err == nil {
+			ng.close()
+		}
+		return g
+	}
+	s.gen.Store(ng)
+	g.close()
+	s.log.Info().Msg("the sandbox backend is available now: calls run sandboxed again")
+	return ng
+}
 
 // Deps are the parts a Service is built from.
 type Deps struct {
