@@ -508,6 +508,25 @@ func TestExecUnderMemoryLimit(t *testing.T) {
 	})
 }
 
+// Init enters the run's cgroup through descriptors of its tasks files,
+// opened by the (root) supervisor: none may reach the command, or any
+// process of the sandbox it could read descriptors from.
+func TestCgroupDescriptorsStayOutside(t *testing.T) {
+	forEachIdentity(t, func(t *testing.T, id identity) {
+		ws := id.workspace(t)
+		s := id.spec(ws, `for p in /proc/[0-9]*; do ls -l $p/fd 2>&1; done; grep -E "memory|pids" /proc/self/cgroup`)
+		s.Limits.MemoryBytes, s.Limits.Pids = 256<<20, 64
+		o := id.run(t, s)
+		assert.Check(t, is.Equal(o.Status, govern.StatusCompleted), o.Message)
+		assert.Check(t, !strings.Contains(o.stdout, "/sys/fs/cgroup"), o.stdout)
+		assert.Check(t, !strings.Contains(o.stdout, "tasks"), o.stdout)
+		if o.LimitsEnforced.Memory.Mechanism == sandbox.MechanismCgroup {
+			// The control: the command is in the run's cgroup.
+			assert.Check(t, is.Contains(o.stdout, "/mitrity/"), o.stdout)
+		}
+	})
+}
+
 func TestAttackOutrunTimeout(t *testing.T) {
 	forEachIdentity(t, func(t *testing.T, id identity) {
 		ws := id.workspace(t)
