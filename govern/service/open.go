@@ -108,15 +108,21 @@ func build(cfg *config.Config, logger zerolog.Logger, opts ...pipeline.Option) (
 			return nil, fmt.Errorf("exec.sandbox.settings_file: %w", err)
 		}
 	}
-	g.backend = selectBackend(cfg)
+	g.setBackend(selectBackend(cfg))
+	return g, nil
+}
+
+// setBackend makes b the generation's sandbox, with the executor that
+// runs in it.
+func (g *generation) setBackend(b backend) {
+	g.backend = b
 	g.backend.sandbox.Narrowing = g.settings.Narrowing()
 	// The proxy enforces the host's egress settings in mode none too.
-	xopts := []executor.Option{executor.WithEgressSettings(egressConfig(cfg))}
+	xopts := []executor.Option{executor.WithEgressSettings(egressConfig(g.cfg))}
 	if g.backend.available {
 		xopts = append(xopts, executor.WithSandbox(g.backend.sandbox))
 	}
-	g.exec = executor.New(cfg.Exec.Limits.MaxConcurrent, xopts...)
-	return g, nil
+	g.exec = executor.New(g.cfg.Exec.Limits.MaxConcurrent, xopts...)
 }
 
 func (g *generation) close() {

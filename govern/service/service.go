@@ -85,14 +85,14 @@ func (s *Service) bind() bound {
 }
 
 // reprobe is exec.sandbox.backend's "re-checks per call" for a sandbox
-// found unavailable: at most once per ReprobeInterval, a call builds the
-// generation again from the same configuration, which probes the host
-// afresh (a failed probe is never cached); when the sandbox is there now,
-// that generation replaces g, as a reload would, and this call and every
-// later one run sandboxed. A call that finds another probing does not
-// wait for it. (A sandbox that is available is re-checked by every run
-// itself: bubblewrap failing to start is failed_to_start,
-// sandbox_unavailable, never a silent run without it.)
+// found unavailable: at most once per ReprobeInterval, a call probes the
+// host afresh (a failed probe is never cached); when the sandbox is there
+// now, a generation like g but with it (the same configuration, policy and
+// pipeline: nothing is read again from disk, so this is not a reload)
+// replaces g, and this call and every later one run sandboxed. A call that
+// finds another probing does not wait for it. (A sandbox that is available
+// is re-checked by every run itself: bubblewrap failing to start is
+// failed_to_start, sandbox_unavailable, never a silent run without it.)
 func (s *Service) reprobe(g *generation) *generation {
 	if !s.reload.TryLock() {
 		return g
@@ -105,17 +105,15 @@ func (s *Service) reprobe(g *generation) *generation {
 		return g
 	}
 	s.probed = time.Now()
-	ng, err := build(g.cfg, s.log, pipeline.WithHolds(g.pipe.Holds()))
-	if err != nil || !ng.backend.available {
-		if err == nil {
-			ng.close()
-		}
+	b := selectBackend(g.cfg)
+	if !b.available {
 		return g
 	}
-	s.gen.Store(ng)
-	g.close()
+	ng := *g // shares g's feed watcher: g is not closed
+	ng.setBackend(b)
+	s.gen.Store(&ng)
 	s.log.Info().Msg("the sandbox backend is available now: calls run sandboxed again")
-	return ng
+	return &ng
 }
 
 // Deps are the parts a Service is built from.
