@@ -162,16 +162,9 @@ func heads(t *syntax.Regexp, follow *[256]bool) ([]head, bool) {
 			if !ok {
 				break
 			}
-			if len(out)*len(l) > maxStrings {
+			if out = product(out, l, joinHeads); out == nil {
 				return nil, false
 			}
-			var next []head
-			for _, a := range out {
-				for _, b := range l {
-					next = append(next, head{lit: concat(a.lit, b.lit), fold: concatB(a.fold, b.fold)})
-				}
-			}
-			out = next
 		}
 		if i == 0 {
 			return heads(t.Sub[0], after(t.Sub[1:], follow))
@@ -247,10 +240,11 @@ func concatB(a, b []bool) []bool { return append(append([]bool(nil), a...), b...
 
 // exact returns t's language as heads (without next) when it is finite,
 // small and ASCII.
-func exact(t *syntax.Regexp) ([]head, bool) {
+func exact(t *syntax.Regexp) ([]head, bool) { return expand(t, exactLeaf, joinHeads) }
+
+// exactLeaf is a literal or a character class as heads.
+func exactLeaf(t *syntax.Regexp) ([]head, bool) {
 	switch t.Op {
-	case syntax.OpEmptyMatch:
-		return []head{{}}, true
 	case syntax.OpLiteral:
 		var h head
 		fold := t.Flags&syntax.FoldCase != 0
@@ -278,31 +272,44 @@ func exact(t *syntax.Regexp) ([]head, bool) {
 			}
 		}
 		return out, len(out) > 0 && len(out) <= 8
+	}
+	return nil, false
+}
+
+func joinHeads(a, b head) head { return head{lit: concat(a.lit, b.lit), fold: concatB(a.fold, b.fold)} }
+
+// expand spells out t's language, when it is finite and has at most
+// maxStrings members, with leaf for literals and character classes and
+// join for concatenation: exact (heads) and finite (lower-cased strings)
+// are the same walk over different leaves.
+func expand[T any](t *syntax.Regexp, leaf func(*syntax.Regexp) ([]T, bool), join func(a, b T) T) ([]T, bool) {
+	var empty T
+	switch t.Op {
+	case syntax.OpEmptyMatch:
+		return []T{empty}, true
+	case syntax.OpLiteral, syntax.OpCharClass:
+		return leaf(t)
 	case syntax.OpCapture:
-		return exact(t.Sub[0])
+		return expand(t.Sub[0], leaf, join)
 	case syntax.OpQuest:
-		l, ok := exact(t.Sub[0])
-		return append(l, head{}), ok && len(l) < maxStrings
+		l, ok := expand(t.Sub[0], leaf, join)
+		return append(l, empty), ok && len(l) < maxStrings
 	case syntax.OpConcat:
-		out := []head{{}}
+		out := []T{empty}
 		for _, s := range t.Sub {
-			l, ok := exact(s)
-			if !ok || len(out)*len(l) > maxStrings {
+			l, ok := expand(s, leaf, join)
+			if !ok {
 				return nil, false
 			}
-			var next []head
-			for _, a := range out {
-				for _, b := range l {
-					next = append(next, head{lit: concat(a.lit, b.lit), fold: concatB(a.fold, b.fold)})
-				}
+			if out = product(out, l, join); out == nil {
+				return nil, false
 			}
-			out = next
 		}
 		return out, true
 	case syntax.OpAlternate:
-		var out []head
+		var out []T
 		for _, s := range t.Sub {
-			l, ok := exact(s)
+			l, ok := expand(s, leaf, join)
 			if !ok || len(out)+len(l) > maxStrings {
 				return nil, false
 			}
@@ -311,6 +318,21 @@ func exact(t *syntax.Regexp) ([]head, bool) {
 		return out, true
 	}
 	return nil, false
+}
+
+// product is every a joined with every b, a major; nil when that is more
+// than maxStrings.
+func product[T any](a, b []T, join func(x, y T) T) []T {
+	if len(a)*len(b) > maxStrings {
+		return nil
+	}
+	out := make([]T, 0, len(a)*len(b))
+	for _, x := range a {
+		for _, y := range b {
+			out = append(out, join(x, y))
+		}
+	}
+	return out
 }
 
 // first returns the bytes a match of the concatenation subs can start
@@ -501,13 +523,13 @@ func prefixes(t *syntax.Regexp) ([]string, bool) {
 		out := []string{""}
 		for _, s := range t.Sub {
 			if l, ok := finite(s); ok {
-				if out = product(out, l); out == nil {
+				if out = product(out, l, joinStrings); out == nil {
 					return nil, false
 				}
 				continue
 			}
 			if ps, ok := prefixes(s); ok {
-				if p := product(out, ps); p != nil {
+				if p := product(out, ps, joinStrings); p != nil {
 					out = p
 				}
 			}
@@ -525,10 +547,11 @@ func prefixes(t *syntax.Regexp) ([]string, bool) {
 }
 
 // finite returns t's language lower-cased, when it is finite and small.
-func finite(t *syntax.Regexp) ([]string, bool) {
+func finite(t *syntax.Regexp) ([]string, bool) { return expand(t, finiteLeaf, joinStrings) }
+
+// finiteLeaf is a literal or a character class, lower-cased.
+func finiteLeaf(t *syntax.Regexp) ([]string, bool) {
 	switch t.Op {
-	case syntax.OpEmptyMatch:
-		return []string{""}, true
 	case syntax.OpLiteral:
 		return []string{strings.ToLower(string(t.Rune))}, true
 	case syntax.OpCharClass:
@@ -546,49 +569,11 @@ func finite(t *syntax.Regexp) ([]string, bool) {
 			}
 		}
 		return out, len(out) > 0 && len(out) <= 8
-	case syntax.OpCapture:
-		return finite(t.Sub[0])
-	case syntax.OpQuest:
-		l, ok := finite(t.Sub[0])
-		return append(l, ""), ok && len(l) < maxStrings
-	case syntax.OpConcat:
-		out := []string{""}
-		for _, s := range t.Sub {
-			l, ok := finite(s)
-			if !ok {
-				return nil, false
-			}
-			if out = product(out, l); out == nil {
-				return nil, false
-			}
-		}
-		return out, true
-	case syntax.OpAlternate:
-		var out []string
-		for _, s := range t.Sub {
-			l, ok := finite(s)
-			if !ok || len(out)+len(l) > maxStrings {
-				return nil, false
-			}
-			out = append(out, l...)
-		}
-		return out, true
 	}
 	return nil, false
 }
 
-func product(a, b []string) []string {
-	if len(a)*len(b) > maxStrings {
-		return nil
-	}
-	out := make([]string, 0, len(a)*len(b))
-	for _, x := range a {
-		for _, y := range b {
-			out = append(out, x+y)
-		}
-	}
-	return out
-}
+func joinStrings(a, b string) string { return a + b }
 
 // atLits tries the anchored pattern wherever one of the literals occurs
 // in low, the lower-cased seg.
