@@ -177,9 +177,10 @@ func listenHost(t *testing.T, name, network, addr string) *hostListener {
 func (l *hostListener) port() string { return strconv.Itoa(l.Addr().(*net.TCPAddr).Port) }
 
 // attackEnv is one identity's world: a gateway whose own files the
-// sandbox can see (its config in the workspace, as ./mitrity-gateway.yaml
-// would be; its policy and audit log under /var/tmp, which the sandbox
-// shares with the host) and host listeners of every kind.
+// sandbox could see but for their masks (its config, policy and audit log
+// under /var/tmp, which the sandbox shares with the host: a config inside
+// the workspace is refused, see TestConfigPlacement) and host listeners of
+// every kind.
 type attackEnv struct {
 	*world
 	host         *attackHost
@@ -267,7 +268,7 @@ profiles:
 	must(t, err)
 	t.Cleanup(func() { os.RemoveAll(gwDir) })
 	must(t, os.Chmod(gwDir, 0o755))
-	w.cfg = filepath.Join(w.ws, "mitrity-gateway.yaml")
+	w.cfg = filepath.Join(gwDir, "mitrity-gateway.yaml")
 	w.policy = filepath.Join(gwDir, "policy.yaml")
 	w.audit = filepath.Join(gwDir, "audit", "audit.jsonl")
 	// Readable by the run user on the host (the writer keeps the modes of
@@ -275,14 +276,19 @@ profiles:
 	must(t, os.Mkdir(filepath.Dir(w.audit), 0o755))
 	must(t, os.WriteFile(w.audit, nil, 0o644))
 	must(t, os.WriteFile(w.policy, []byte(policy), 0o644))
-	runAs, creds := "", ""
+	// A command credential source and the file it reads: the gateway's as
+	// much as a file source is.
+	cmdSecret := filepath.Join(gwDir, "cmd-secret")
+	must(t, os.WriteFile(cmdSecret, []byte("CMDCRED-"+m+"\n"), 0o644))
+	e.gwFiles[cmdSecret] = "CMDCRED-" + m
+	runAs, creds := "", "credentials:\n  cmd_token:\n    command: [/bin/cat, "+cmdSecret+"]\n"
 	if asUser {
 		// A credential file is 0600 and the gateway's own: readable on the
 		// host by the run user only when the gateway runs as that user.
 		cred := filepath.Join(gwDir, "token")
 		must(t, os.WriteFile(cred, []byte("FILECRED-"+m+"\n"), 0o600))
 		must(t, os.Chown(cred, runUID, runGID))
-		creds = "credentials:\n  file_token:\n    file: " + cred + "\n"
+		creds += "  file_token:\n    file: " + cred + "\n"
 		e.gwFiles[cred] = "FILECRED-" + m
 	} else if os.Geteuid() == 0 {
 		runAs = "  run_as: " + testUser + "\n"
@@ -505,14 +511,13 @@ var protectedFiles = map[string]string{
 
 // createProtected: protected paths the workspace does not have yet. Each
 // one, created on the host, is code that runs outside the sandbox later (a
-// git hook or config on the next git command, an MCP server or agent hook
-// at the next agent start, an editor task on opening the folder, a shell's
-// rc file). The sandbox cannot hold a missing path without creating it on
-// the host (a placeholder, left behind by a SIGKILLed gateway), and a
-// `git init` creates .git/config legitimately, so creation is detected, not
-// prevented: every such path must be named on the audit event, on the
-// result the agent gets, and in `audit show`. Runs before writeProtected
-// plants them.
+// git config on the next git command, an MCP server or agent hook at the
+// next agent start, an editor task on opening the folder, a shell's rc
+// file). The sandbox cannot hold a missing path without creating it on the
+// host, so the name is watched: the run that creates one is killed at
+// once and the entry moved aside, and the path is named on the audit
+// event, on the result the agent gets, and in `audit show`. Runs before
+// writeProtected plants them.
 func (e *attackEnv) createProtected(t *testing.T) {
 	absent := []string{".git/config", ".gitmodules", ".bash_profile", ".zshrc", ".mcp.json", ".claude", ".vscode", ".idea"}
 	for _, n := range absent {
@@ -526,42 +531,47 @@ func (e *attackEnv) createProtected(t *testing.T) {
 	if ctl := e.onHost(t, `test -w . && test -w .git && echo writable`); ctl != "writable\n" {
 		t.Fatalf("control: %q", ctl)
 	}
-	script := `for n in ` + strings.Join(absent, " ") + `; do
-  case "$n" in .claude|.vscode|.idea) mkdir "$n" && echo evil > "$n/planted" ;; *) echo evil > "$n" ;; esac 2>/dev/null && echo "CREATED $n"
-done; true`
-	r := e.run(t, "--", script)
-	if r.exec("status") != "completed" {
-		t.Fatalf("the attack did not complete: %v", r.ev)
-	}
-	reported, _ := r.exec("protected_created").([]any)
-	names := map[string]bool{}
-	for _, p := range reported {
-		names[fmt.Sprint(p)] = true
-	}
-	show := e.gw(t, context.Background(), "", "--log-level", "error", "audit", "show", "--config", e.cfg, fmt.Sprint(r.ev["id"]))
+	// Each name is a run of its own: the first one created kills the run.
 	for _, n := range absent {
 		p := filepath.Join(e.ws, n)
-		if _, err := os.Lstat(p); err != nil {
-			t.Errorf("%s was not created: the attack proves nothing (%q)", n, r.out)
-			continue
+		script := `echo evil > "$N"; echo "CREATED $N"; sleep 5; echo STILL-RUNNING`
+		if n == ".claude" || n == ".vscode" || n == ".idea" {
+			script = `mkdir -p tmp-$$/"$N" && echo evil > tmp-$$/"$N"/planted && mv tmp-$$/"$N" "$N"; echo "CREATED $N"; sleep 5; echo STILL-RUNNING`
 		}
-		if !names[p] {
+		r := e.run(t, "--", "N="+n+"; "+script)
+		if st := r.exec("status"); st != "killed" {
+			t.Errorf("%s: status %v: creating it did not stop the run (%q)", n, st, r.out)
+		}
+		if strings.Contains(r.out, "STILL-RUNNING") {
+			t.Errorf("%s: the run went on after creating it", n)
+		}
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s was left in place, for the host to read", p)
+		}
+		moved, _ := filepath.Glob(p + ".mitrity-quarantine-*")
+		if len(moved) != 1 {
+			t.Errorf("%s: want one quarantined copy, got %v", p, moved)
+		}
+		reported, _ := r.exec("protected_created").([]any)
+		if len(reported) != 1 || fmt.Sprint(reported[0]) != p {
 			ex, _ := json.Marshal(r.exec())
-			t.Errorf("%s was created and the audit event does not name it: %s", p, ex)
+			t.Errorf("%s was created and the audit event does not name it alone: %s", p, ex)
 		}
 		if !strings.Contains(r.out, p) {
 			t.Errorf("%s was created and the agent was not told: %q", p, r.out)
 		}
+		show := e.gw(t, context.Background(), "", "--log-level", "error", "audit", "show", "--config", e.cfg, fmt.Sprint(r.ev["id"]))
 		if !strings.Contains(show.stdout, p) {
 			t.Errorf("%s is not in audit show:\n%s", p, show.stdout)
 		}
+		for _, m := range moved {
+			os.RemoveAll(m)
+		}
 	}
-	if len(reported) != len(absent) {
-		t.Errorf("protected_created = %v, want exactly the %d created paths", reported, len(absent))
-	}
-	// writeProtected plants its own.
-	for _, n := range absent {
-		os.RemoveAll(filepath.Join(e.ws, n))
+	os.RemoveAll(filepath.Join(e.ws, ".git"))
+	matches, _ := filepath.Glob(filepath.Join(e.ws, "tmp-*"))
+	for _, m := range matches {
+		os.RemoveAll(m)
 	}
 }
 

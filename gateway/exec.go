@@ -50,7 +50,7 @@ func runExec(c *cli.Context) error {
 		return cli.Exit(err.Error(), 126)
 	}
 	logger := cliapp.Logger(c)
-	svc, err := service.Open(cfg, logger)
+	svc, err := service.Open(cfg, logger, flagFiles(c)...)
 	if err != nil {
 		return cli.Exit(fmt.Sprintf("exec: %v", err), 126)
 	}

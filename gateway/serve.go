@@ -79,7 +79,7 @@ func runServe(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit(err.Error(), 126)
 	}
-	svc, err := service.Open(cfg, logger)
+	svc, err := service.Open(cfg, logger, flagFiles(c)...)
 	if err != nil {
 		return cli.Exit(fmt.Sprintf("serve: %v", err), 126)
 	}

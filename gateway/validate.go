@@ -26,6 +26,9 @@ func validateCommand() *cli.Command {
 			if _, err := pipeline.New(cfg, pol, cfg.Exec.DefaultCwd); err != nil {
 				return cli.Exit(fmt.Sprintf("invalid policy, refusing to start:\n%v", err), 1)
 			}
+			if err := service.CheckOwnFiles(cfg, pol); err != nil {
+				return cli.Exit(fmt.Sprintf("the gateway's own files are within reach of the commands it runs, refusing to start:\n%v", err), 1)
+			}
 			src := cfg.File
 			if cfg.Embedded {
 				src = "embedded default configuration"

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // AdmissionSocketVar overrides the admission socket's default path, for the
@@ -32,4 +33,34 @@ func AdmissionSocket(euid int, getenv func(string) string) string {
 		return p
 	}
 	return filepath.Join(RuntimeDir(euid, getenv), "admission.sock")
+}
+
+// MakeRuntimeDir creates RuntimeDir when it is missing and checks that it
+// is the gateway's own: a directory owned by euid that nobody else can
+// write (root's is 0711, so that the run_as user can reach the per-run
+// directories a root gateway hands it; a user's is 0700). One that
+// someone else made first (under a shared /tmp) is refused, never used.
+func MakeRuntimeDir(euid int, getenv func(string) string) (string, error) {
+	dir := RuntimeDir(euid, getenv)
+	perm := os.FileMode(0o700)
+	if euid == 0 {
+		perm = 0o711
+	}
+	if err := os.Mkdir(dir, perm); err != nil && !os.IsExist(err) {
+		return "", fmt.Errorf("runtime directory %s: %w", dir, err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return "", fmt.Errorf("runtime directory %s: %w", dir, err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !fi.IsDir():
+		return "", fmt.Errorf("runtime directory %s is not a directory", dir)
+	case ok && int(st.Uid) != euid:
+		return "", fmt.Errorf("runtime directory %s belongs to uid %d, not to the gateway's user (uid %d)", dir, st.Uid, euid)
+	case fi.Mode().Perm()&0o022 != 0:
+		return "", fmt.Errorf("runtime directory %s is writable by others (mode %04o)", dir, fi.Mode().Perm())
+	}
+	return dir, nil
 }

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -207,7 +206,6 @@ rm -f .git/hooks/pre-commit
 echo '[core] hooksPath = /tmp' >> .git/config
 mv .bashrc bashrc.bak; echo evil >> .bashrc; echo evil >> .profile; echo '{"x":1}' > .mcp.json
 rm -rf .vscode .claude; echo evil > .gitmodules
-mkdir -p .idea && echo evil > .idea/workspace.xml
 echo changed > src/main.go
 echo ok` + " 2>/dev/null"
 		o := id.run(t, id.spec(ws, script))
@@ -225,9 +223,7 @@ echo ok` + " 2>/dev/null"
 		assert.Check(t, os.IsNotExist(err), "a new hook was planted")
 		b, _ := os.ReadFile(filepath.Join(ws, "src/main.go"))
 		assert.Check(t, is.Equal(string(b), "changed\n"), "ordinary files stay writable")
-		// A protected path absent at the start cannot be held without
-		// creating it on the host: its creation is reported.
-		assert.Check(t, slices.Contains(o.ProtectedCreated, filepath.Join(ws, ".idea")), "%v", o.ProtectedCreated)
+		assert.Check(t, is.Len(o.ProtectedModified, 0))
 	})
 }
 

@@ -221,3 +221,13 @@ const (
 
 // DefaultAllowedPorts match an allowlist entry written without a port.
 func DefaultAllowedPorts() []int { return []int{443, 80} }
+
+// Loc is where the value at path (as Validate's messages name it, e.g.
+// "policy" or `credentials.gh.file`) sits in the file, for checks made
+// after loading that still point the operator at the line.
+func (c *Config) Loc(path string) yamlfile.Loc {
+	if c.doc == nil {
+		return yamlfile.Loc{File: c.File, Path: path}
+	}
+	return c.doc.Loc(path)
+}

@@ -11,7 +11,7 @@ import (
 	"github.com/mitrity/mitrity/govern/yamlfile"
 )
 
-// FileName is the config file's name in the working directory and in /etc.
+// FileName is the config file's name in each place Locate looks.
 const FileName = "mitrity-gateway.yaml"
 
 // EnvConfig names the variable that points at the config file.
@@ -30,24 +30,64 @@ var defaultYAML []byte
 // `mitrity-gateway config print-default` shows).
 func DefaultYAML() []byte { return append([]byte(nil), defaultYAML...) }
 
-// Locate finds the config file: the --config flag, else $MITRITY_GATEWAY_CONFIG,
-// else ./mitrity-gateway.yaml, else /etc/mitrity/mitrity-gateway.yaml, else the
-// embedded default (embedded true, path empty). A file that exists but cannot
-// be read is still returned: falling back to the embedded default because of
-// a permission error would silently swap the operator's config for another.
+// UserPath is where a gateway that does not run as root looks for its own
+// file: $XDG_CONFIG_HOME/mitrity/mitrity-gateway.yaml, else
+// ~/.config/mitrity/mitrity-gateway.yaml. Empty for root, whose only file
+// is SystemPath, and when neither variable is an absolute path.
+func UserPath(euid int, getenv func(string) string) string {
+	if euid == 0 {
+		return ""
+	}
+	if d := getenv("XDG_CONFIG_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "mitrity", FileName)
+	}
+	if h := getenv("HOME"); filepath.IsAbs(h) {
+		return filepath.Join(h, ".config", "mitrity", FileName)
+	}
+	return ""
+}
+
+// Locate finds the config file: the --config flag, else
+// $MITRITY_GATEWAY_CONFIG, else (not as root) UserPath, else SystemPath,
+// else the embedded default (embedded true, path empty).
+//
+// Never the working directory: MCP clients start the gateway in the
+// project it governs, which is the workspace its commands may write, and a
+// command that could write the next gateway's config would configure its
+// own jailer. A file that exists but cannot be read is still returned:
+// falling back to the next place because of a permission error would
+// silently swap the operator's config for another.
 func Locate(flag string) (path string, embedded bool) {
+	return locate(flag, os.Geteuid(), os.Getenv, os.Stat)
+}
+
+func locate(flag string, euid int, getenv func(string) string, stat func(string) (fs.FileInfo, error)) (string, bool) {
 	if flag != "" {
 		return flag, false
 	}
-	if p := os.Getenv(EnvConfig); p != "" {
+	if p := getenv(EnvConfig); p != "" {
 		return p, false
 	}
-	for _, p := range []string{FileName, SystemPath} {
-		if _, err := os.Stat(p); err == nil || !errors.Is(err, fs.ErrNotExist) {
+	for _, p := range []string{UserPath(euid, getenv), SystemPath} {
+		if p == "" {
+			continue
+		}
+		if _, err := stat(p); err == nil || !errors.Is(err, fs.ErrNotExist) {
 			return p, false
 		}
 	}
 	return "", true
+}
+
+// StrayFile returns the path of a mitrity-gateway.yaml in dir, which
+// Locate no longer reads, so that the gateway can say it ignored it; ""
+// when there is none.
+func StrayFile(dir string) string {
+	p := filepath.Join(dir, FileName)
+	if _, err := os.Lstat(p); err != nil {
+		return ""
+	}
+	return p
 }
 
 // Loader loads configs against a host. Its zero value uses the real host:

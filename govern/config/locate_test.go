@@ -1,60 +1,84 @@
 package config
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
 )
 
-// TestLocate walks the search order by removing one source at a time.
-// t.Setenv and t.Chdir: not parallel.
+// TestLocate walks the search order by removing one source at a time, for
+// a user gateway and for root, on a staged file system.
 func TestLocate(t *testing.T) {
-	dir := t.TempDir()
-	t.Chdir(dir)
-	assert.NilError(t, os.WriteFile(FileName, []byte("{}\n"), 0o600))
-	t.Setenv(EnvConfig, "/from/env.yaml")
-
-	path, embedded := Locate("/from/flag.yaml")
-	assert.Equal(t, path, "/from/flag.yaml")
-	assert.Check(t, !embedded)
-
-	path, embedded = Locate("")
-	assert.Equal(t, path, "/from/env.yaml", "the variable, even though ./"+FileName+" exists")
-	assert.Check(t, !embedded)
-
-	t.Setenv(EnvConfig, "")
-	path, _ = Locate("")
-	assert.Equal(t, path, FileName)
-
-	// A file that is there but unreadable is still the config: falling back
-	// would swap the operator's file for another.
-	assert.NilError(t, os.Remove(FileName))
-	assert.NilError(t, os.Symlink(filepath.Join(dir, "loop"), filepath.Join(dir, "loop")))
-	assert.NilError(t, os.Symlink("loop", FileName))
-	path, _ = Locate("")
-	assert.Equal(t, path, FileName)
-	assert.NilError(t, os.Remove(FileName))
-
-	path, embedded = Locate("")
-	if _, err := os.Stat(SystemPath); err == nil {
-		assert.Equal(t, path, SystemPath)
-		assert.Check(t, !embedded)
-		t.Logf("%s exists on this host; the embedded fallback is not reachable", SystemPath)
-		return
+	t.Parallel()
+	user := "/home/u/.config/mitrity/" + FileName
+	for _, tc := range []struct {
+		name  string
+		flag  string
+		euid  int
+		env   map[string]string
+		files map[string]error // path -> what stat says (absent: not exist)
+		want  string
+	}{
+		{"flag first", "/from/flag.yaml", 1000, map[string]string{EnvConfig: "/from/env.yaml"}, map[string]error{user: nil}, "/from/flag.yaml"},
+		{"then the variable", "", 1000, map[string]string{EnvConfig: "/from/env.yaml", "HOME": "/home/u"}, map[string]error{user: nil}, "/from/env.yaml"},
+		{"then the user file", "", 1000, map[string]string{"HOME": "/home/u"}, map[string]error{user: nil, SystemPath: nil}, user},
+		// There but unreadable is still the config: falling back would
+		// swap the operator's file for another.
+		{"an unreadable user file", "", 1000, map[string]string{"HOME": "/home/u"}, map[string]error{user: fs.ErrPermission, SystemPath: nil}, user},
+		{"then the system file", "", 1000, map[string]string{"HOME": "/home/u"}, map[string]error{SystemPath: nil}, SystemPath},
+		{"root has no user file", "", 0, map[string]string{"HOME": "/root", "XDG_CONFIG_HOME": "/root/.config"}, map[string]error{"/root/.config/mitrity/" + FileName: nil}, ""},
+		{"root: the system file", "", 0, map[string]string{}, map[string]error{SystemPath: nil}, SystemPath},
+		// The working directory is never read (the stat would say so):
+		// it is where a sandboxed command writes.
+		{"never ./", "", 1000, map[string]string{"HOME": "/home/u"}, map[string]error{FileName: nil, "./" + FileName: nil}, ""},
+	} {
+		stat := func(p string) (fs.FileInfo, error) {
+			if err, ok := tc.files[p]; ok {
+				return nil, err
+			}
+			return nil, fs.ErrNotExist
+		}
+		path, embedded := locate(tc.flag, tc.euid, func(k string) string { return tc.env[k] }, stat)
+		assert.Check(t, is.Equal(path, tc.want), tc.name)
+		assert.Check(t, is.Equal(embedded, tc.want == ""), tc.name)
 	}
-	assert.Equal(t, path, "")
-	assert.Check(t, embedded)
 }
 
-// TestLoadRelativeName: a config found as ./mitrity-gateway.yaml names
-// itself that way in errors, as the operator knows it.
+func TestStrayFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	assert.Equal(t, StrayFile(dir), "")
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, FileName), nil, 0o600))
+	assert.Equal(t, StrayFile(dir), filepath.Join(dir, FileName))
+}
+
+func TestUserPath(t *testing.T) {
+	t.Parallel()
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	for _, tc := range []struct {
+		euid int
+		env  map[string]string
+		want string
+	}{
+		{1000, map[string]string{"XDG_CONFIG_HOME": "/x", "HOME": "/h"}, "/x/mitrity/" + FileName},
+		{1000, map[string]string{"XDG_CONFIG_HOME": "rel", "HOME": "/h"}, "/h/.config/mitrity/" + FileName},
+		{1000, map[string]string{}, ""},
+		{0, map[string]string{"XDG_CONFIG_HOME": "/x", "HOME": "/root"}, ""},
+	} {
+		assert.Equal(t, UserPath(tc.euid, env(tc.env)), tc.want)
+	}
+}
+
+// TestLoadRelativeName: a config named relatively (--config x.yaml) names
+// itself that way in errors, as the operator typed it.
 func TestLoadRelativeName(t *testing.T) {
 	t.Chdir(t.TempDir())
 	assert.NilError(t, os.WriteFile(FileName, []byte("exec:\n  enabled: true\n  shell: /bin/zsh\n  default_cwd: /workspace\n"), 0o600))
-	path, _ := Locate("")
-	_, err := fakeHost(stagedFiles).Load(path)
+	_, err := fakeHost(stagedFiles).Load(FileName)
 	assert.Error(t, err, `mitrity-gateway.yaml:3:10: exec.shell: "/bin/zsh": the basename must be bash or sh; zsh is refused because the command analyzer has no grammar for it`)
 
 	_, err = Load("absent.yaml")

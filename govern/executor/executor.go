@@ -102,6 +102,9 @@ type Sandbox struct {
 	// DenyPaths are masked on top of the mandatory deny set: the gateway's
 	// own config, policy, audit log and credential sources.
 	DenyPaths []string
+	// ReadOnlyPaths are kept read-only even inside a workspace root: the
+	// gateway's own programs.
+	ReadOnlyPaths []string
 	// Egress is the host's proxy settings (allowed ports, denied and
 	// allowed private CIDRs) every run starts from; each plan supplies its
 	// allowlist.

@@ -152,8 +152,14 @@ func (e *Executor) prepareProxy(allow []string) (*proxyProc, error) {
 	if px.conf, err = json.Marshal(cfg); err != nil {
 		return nil, err
 	}
-	sweepOnce.Do(sweepStaleDirs)
-	if px.dir, err = os.MkdirTemp("", proxyDirPrefix+strconv.Itoa(os.Getpid())+"-"); err != nil {
+	// In the gateway's runtime directory, which every run masks: under a
+	// shared temporary directory another run could find the socket.
+	rt, err := govern.MakeRuntimeDir(os.Geteuid(), os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	sweepOnce.Do(func() { sweepStaleDirs(rt) })
+	if px.dir, err = os.MkdirTemp(rt, proxyDirPrefix+strconv.Itoa(os.Getpid())+"-"); err != nil {
 		return nil, err
 	}
 	ln, err := listenPrivate(px.dir)
@@ -225,8 +231,8 @@ var sweepOnce sync.Once
 // A gateway removes its own when each run ends, but one that was SIGKILLed
 // could not. Only this user's private directories holding nothing but a
 // socket are touched; a directory whose pid was reused is left alone.
-func sweepStaleDirs() {
-	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), proxyDirPrefix+"*-*"))
+func sweepStaleDirs(rt string) {
+	dirs, _ := filepath.Glob(filepath.Join(rt, proxyDirPrefix+"*-*"))
 	for _, d := range dirs {
 		pidPart, _, ok := strings.Cut(strings.TrimPrefix(filepath.Base(d), proxyDirPrefix), "-")
 		pid, err := strconv.Atoi(pidPart)

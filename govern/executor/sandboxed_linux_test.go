@@ -604,7 +604,6 @@ curl -s -o /dev/null -w '%%{http_code}\n' --max-time 10 http://%[2]s/`, server, 
 // gateway sweeps them, and touches nothing else.
 func TestSweepStaleDirs(t *testing.T) {
 	tmp := t.TempDir()
-	t.Setenv("TMPDIR", tmp)
 	dead := exec.Command("true")
 	assert.NilError(t, dead.Run())
 	deadPid := dead.Process.Pid
@@ -625,7 +624,7 @@ func TestSweepStaleDirs(t *testing.T) {
 	other := mk(fmt.Sprintf("mitrity-egress-%d-4", deadPid), "notes.txt")
 	open := mk(fmt.Sprintf("mitrity-egress-%d-5", deadPid), "")
 	assert.NilError(t, os.Chmod(open, 0o755))
-	sweepStaleDirs()
+	sweepStaleDirs(tmp)
 	_, err := os.Stat(stale)
 	assert.Check(t, os.IsNotExist(err), "a dead gateway's directory was kept")
 	for _, d := range []string{live, mine, other, open} {

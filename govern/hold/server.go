@@ -147,14 +147,8 @@ func decode(resp *http.Response, v any) error {
 	return json.NewDecoder(resp.Body).Decode(v)
 }
 
-// DefaultDir is where admin sockets live: $XDG_RUNTIME_DIR/mitrity/admin
-// for a user, /run/mitrity/admin for root.
+// DefaultDir is where admin sockets live: admin in the gateway's runtime
+// directory (govern.RuntimeDir), which every run masks.
 func DefaultDir() string {
-	if os.Geteuid() == 0 {
-		return "/run/mitrity/admin"
-	}
-	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
-		return filepath.Join(d, "mitrity", "admin")
-	}
-	return filepath.Join(os.TempDir(), fmt.Sprintf("mitrity-%d", os.Geteuid()), "admin")
+	return filepath.Join(govern.RuntimeDir(os.Geteuid(), os.Getenv), "admin")
 }

@@ -101,7 +101,12 @@ type Layout struct {
 	// Covers are a settings file's denyRead directories that hold a root or
 	// an allowRead path, and the allowRead paths revealed inside them, in
 	// mount order.
-	Covers    []CoverOp
+	Covers []CoverOp
+	// Anchors are directories inside the writable parts bound over
+	// themselves, parents first: a mount point cannot be renamed away, so
+	// the protected paths and pins below them cannot be swapped out with
+	// their parent.
+	Anchors   []string
 	Protected []string // existing protected paths, re-bound read-only
 	Masks     []Mask
 	Pins      []FDMount // judged bytes over each pinned path
@@ -193,6 +198,9 @@ func BuildArgs(l Layout) []string {
 	}
 	for _, w := range l.WriteBinds {
 		a = append(a, "--bind", w, w)
+	}
+	for _, d := range l.Anchors {
+		a = append(a, "--bind", d, d)
 	}
 	for _, p := range l.Protected {
 		a = append(a, "--ro-bind", p, p)

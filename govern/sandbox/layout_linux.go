@@ -115,8 +115,25 @@ func (e *execution) layout() (Layout, error) {
 			return err != nil || !st.IsDir()
 		})
 		l.Masks = ResolveMasks(DenyCandidates(homes, s.DenyPaths), roots)
-		l.Protected, e.absent = ResolveProtected(ProtectedCandidates(roots, s.ProtectedExtra))
 		narrow, narrowErr = planNarrowing(s.Narrowing, roots, homeOf(passwd, e.uid), statAsSeen)
+		if narrowErr != nil {
+			return
+		}
+		// What a run can write: the roots a settings file left writable,
+		// and the paths it left writable inside the others.
+		writable := slices.DeleteFunc(slices.Clone(roots), func(r string) bool { return slices.Contains(narrow.roRoots, r) })
+		writable = append(writable, narrow.writeBinds...)
+		abs := append(slices.Clone(s.ReadOnlyPaths), narrow.readOnly...)
+		abs = append(abs, narrow.absent...)
+		e.prot = planProtection(protectedSet{roots: writable, relative: append(slices.Clone(ProtectedNames), s.ProtectedExtra...), absolute: abs, cwd: s.Cwd})
+		for _, pin := range s.Pins {
+			// A pin's directories are anchored too: a parent renamed away
+			// and replaced would take the pinned path with it.
+			for _, t := range []string{pin.Path, pin.RealPath} {
+				e.prot.anchor(writable, filepath.Dir(t), map[string]bool{})
+			}
+		}
+		l.Protected, l.Anchors = e.prot.readOnly, e.prot.anchors
 		for _, p := range s.Pins {
 			for _, t := range []string{p.Path, p.RealPath} {
 				if real, err := filepath.EvalSymlinks(t); err == nil {
@@ -247,17 +264,7 @@ func (e *execution) applyNarrowing(l *Layout, p narrowPlan) error {
 	l.WriteBinds = p.writeBinds
 	l.WorkspaceRoots = slices.DeleteFunc(l.WorkspaceRoots, func(r string) bool { return slices.Contains(p.roRoots, r) })
 	l.ReadOnlyRoots = p.roRoots
-	// Inside a read-only root the protected paths need no binds of their own.
-	l.Protected = slices.DeleteFunc(l.Protected, func(x string) bool {
-		return slices.ContainsFunc(p.roRoots, func(r string) bool { return within(r, x) }) &&
-			!slices.ContainsFunc(p.writeBinds, func(w string) bool { return within(w, x) })
-	})
-	for _, x := range p.readOnly {
-		if !slices.Contains(l.Protected, x) {
-			l.Protected = append(l.Protected, x)
-		}
-	}
-	e.absent = append(e.absent, p.absent...)
+	// (Its denyWrite paths are protected with the rest: see layout.)
 	for _, m := range p.masks {
 		if !slices.ContainsFunc(l.Masks, func(o Mask) bool { return o.Path == m.Path }) {
 			l.Masks = append(l.Masks, m)

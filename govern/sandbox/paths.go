@@ -9,25 +9,134 @@ import (
 	"strings"
 )
 
-// CredentialNames are, relative to every home directory, the ambient
-// credential files and directories masked in every sandbox: the mandatory
-// deny-read set.
-var CredentialNames = []string{
-	".ssh", ".aws", ".config/gcloud", ".kube", ".netrc", ".claude", ".claude.json",
-	".docker/config.json", ".git-credentials", ".gnupg", ".config/gh", ".npmrc", ".pypirc",
+// A Named path is one entry of the mandatory deny set or of the protected
+// set, relative to a home directory or a workspace root, with why it is
+// there.
+type Named struct {
+	Name   string
+	Reason string
 }
+
+// DenySet is the mandatory deny-read set: relative to every home
+// directory, the ambient credential stores masked in every run (a whole
+// directory where the store is one). Nothing relaxes it.
+var DenySet = []Named{
+	{".ssh", "SSH keys and agent configuration"},
+	{".gnupg", "GnuPG private keys"},
+	{".aws", "AWS credentials and SSO tokens"},
+	{".azure", "Azure CLI tokens"},
+	{".config/gcloud", "Google Cloud credentials"},
+	{".oci", "Oracle Cloud keys"},
+	{".kube", "Kubernetes contexts and tokens"},
+	{".minikube", "minikube client certificates"},
+	{".docker", "Docker registry credentials, contexts and Docker Desktop's socket"},
+	{".config/containers/auth.json", "Podman and Buildah registry credentials"},
+	{".netrc", "machine passwords (curl, git, ftp)"},
+	{".git-credentials", "git's store helper"},
+	{".config/git/credentials", "git's store helper (XDG location)"},
+	{".config/gh", "GitHub CLI tokens"},
+	{".config/hub", "hub's GitHub token"},
+	{".config/glab-cli", "GitLab CLI tokens"},
+	{".npmrc", "npm registry tokens"},
+	{".yarnrc.yml", "Yarn registry tokens"},
+	{".pypirc", "PyPI upload tokens"},
+	{".config/pip", "pip index credentials"},
+	{".gem/credentials", "RubyGems API key"},
+	{".cargo/credentials.toml", "crates.io token"},
+	{".cargo/credentials", "crates.io token (old name)"},
+	{".m2/settings.xml", "Maven repository passwords"},
+	{".m2/settings-security.xml", "Maven master password"},
+	{".gradle/gradle.properties", "Gradle repository and signing credentials"},
+	{".nuget/NuGet/NuGet.Config", "NuGet feed credentials"},
+	{".terraform.d/credentials.tfrc.json", "Terraform Cloud tokens"},
+	{".terraformrc", "Terraform CLI credentials"},
+	{".vault-token", "HashiCorp Vault token"},
+	{".pgpass", "PostgreSQL passwords"},
+	{".my.cnf", "MySQL passwords"},
+	{".config/rclone", "rclone remotes' secrets"},
+	{".s3cfg", "s3cmd keys"},
+	{".boto", "gsutil and boto credentials"},
+	{".config/doctl", "DigitalOcean token"},
+	{".config/op", "1Password CLI sessions"},
+	{".password-store", "pass's encrypted store and key ids"},
+	{".config/sops", "SOPS age keys"},
+	{".local/share/keyrings", "GNOME keyring"},
+	{".local/share/kwalletd", "KDE wallet"},
+	{".pki", "NSS certificate and key database"},
+	{".mozilla", "Firefox profiles: cookies and saved passwords"},
+	{".config/google-chrome", "Chrome profiles: cookies and saved passwords"},
+	{".config/chromium", "Chromium profiles: cookies and saved passwords"},
+	{".config/BraveSoftware", "Brave profiles: cookies and saved passwords"},
+	{".config/microsoft-edge", "Edge profiles: cookies and saved passwords"},
+	{".claude", "Claude Code credentials and settings"},
+	{".claude.json", "Claude Code account state"},
+	{".codex", "Codex CLI credentials"},
+	{".gemini", "Gemini CLI credentials"},
+	{".local/share/opencode", "OpenCode provider credentials"},
+	{".config/github-copilot", "GitHub Copilot tokens"},
+	{".config/configstore", "tokens of npm-based CLIs (firebase, vercel, ...)"},
+	{".fly", "Fly.io token"},
+	{".wrangler", "Cloudflare Wrangler token"},
+	{".config/.wrangler", "Cloudflare Wrangler token (XDG location)"},
+	{".bash_history", "shell history: commands typed with secrets in them"},
+	{".zsh_history", "shell history"},
+	{".zhistory", "shell history"},
+	{".histfile", "shell history"},
+	{".local/share/fish/fish_history", "shell history"},
+	{".python_history", "Python REPL history"},
+	{".node_repl_history", "Node REPL history"},
+	{".psql_history", "psql history"},
+	{".mysql_history", "MySQL client history"},
+	{".sqlite_history", "SQLite shell history"},
+	{".rediscli_history", "Redis CLI history"},
+	{".lesshst", "less's search history"},
+}
+
+// CredentialNames are DenySet's names.
+var CredentialNames = names(DenySet)
 
 // SystemDenyPaths are masked whatever the homes: container secrets.
 var SystemDenyPaths = []string{"/run/secrets", "/var/run/secrets"}
 
-// ProtectedNames are, relative to every workspace root, the paths kept
-// read-only inside a writable root, so that the agent cannot plant what the
-// host later runs: git hooks and config, shell rc files, MCP and editor
-// configuration.
-var ProtectedNames = []string{
-	".git/hooks", ".git/config", ".gitmodules",
-	".bashrc", ".bash_profile", ".profile", ".zshrc", ".bash_logout",
-	".mcp.json", ".claude", ".vscode", ".idea",
+// Protected are, relative to every workspace root, the paths a program
+// on the host reads its configuration or commands from without being
+// asked: a run may read them, never change, replace or create them (see
+// planProtection). A repository's own metadata is found at plan time
+// instead (gitDirs): these two stand for a repository not made yet, whose
+// creation is reported.
+var Protected = []Named{
+	{".git/hooks", "git runs its hooks"},
+	{".git/config", "git runs what its config names (fsmonitor, pager, filters, helpers)"},
+	{".gitmodules", "git submodule commands read it"},
+	{".bashrc", "bash runs it when the root is a home directory"},
+	{".bash_profile", "bash runs it at login"},
+	{".bash_login", "bash runs it at login"},
+	{".profile", "sh and bash run it at login"},
+	{".bash_logout", "bash runs it at logout"},
+	{".zshrc", "zsh runs it"},
+	{".zshenv", "zsh runs it for every shell"},
+	{".zprofile", "zsh runs it at login"},
+	{".zlogin", "zsh runs it at login"},
+	{".mcp.json", "Claude Code starts the MCP servers it names"},
+	{".claude", "Claude Code's project settings: hooks run commands"},
+	{".gemini", "Gemini CLI's project settings: hooks and MCP servers"},
+	{".codex", "Codex CLI's project configuration"},
+	{".opencode", "OpenCode loads the plugins in it"},
+	{"opencode.json", "OpenCode's project configuration: MCP servers, plugins"},
+	{"opencode.jsonc", "OpenCode's project configuration"},
+	{".vscode", "VS Code's tasks, launch configurations and settings"},
+	{".idea", "JetBrains IDEs' run configurations"},
+}
+
+// ProtectedNames are Protected's names.
+var ProtectedNames = names(Protected)
+
+func names(ns []Named) []string {
+	out := make([]string, len(ns))
+	for i, n := range ns {
+		out[i] = n.Name
+	}
+	return out
 }
 
 // HomeDirs lists the home directories whose credential files are masked:
@@ -78,18 +187,6 @@ func DenyCandidates(homes, extra []string) []string {
 	out = append(out, SystemDenyPaths...)
 	out = append(out, extra...)
 	slices.Sort(out)
-	return slices.Compact(out)
-}
-
-// ProtectedCandidates lists, for every workspace root, the protected paths
-// (built-in names and extra).
-func ProtectedCandidates(roots, extra []string) []string {
-	var out []string
-	for _, r := range roots {
-		for _, n := range append(slices.Clone(ProtectedNames), extra...) {
-			out = append(out, filepath.Join(r, n))
-		}
-	}
 	return slices.Compact(out)
 }
 
@@ -144,34 +241,4 @@ func hiddenInSandbox(p string, roots []string) bool {
 		}
 	}
 	return false
-}
-
-// ResolveProtected splits protected candidates into those that exist (to
-// re-bind read-only) and those that do not (to check after the run).
-func ResolveProtected(candidates []string) (present, absent []string) {
-	for _, c := range candidates {
-		if _, err := os.Lstat(c); err != nil {
-			absent = append(absent, c)
-			continue
-		}
-		// Bound at its resolved path: bubblewrap does not follow symlinks
-		// in a destination the way the sandbox later will.
-		real, err := filepath.EvalSymlinks(c)
-		if err != nil {
-			continue // a dangling symlink: nothing to bind, nothing to create
-		}
-		present = append(present, real)
-	}
-	return present, absent
-}
-
-// CreatedSince returns the paths of absent that exist now.
-func CreatedSince(absent []string) []string {
-	var out []string
-	for _, p := range absent {
-		if _, err := os.Lstat(p); err == nil {
-			out = append(out, p)
-		}
-	}
-	return out
 }

@@ -38,7 +38,9 @@ func TestDenyCandidates(t *testing.T) {
 	got := DenyCandidates([]string{"/root", "/home/u"}, []string{"/etc/mitrity/token"})
 	for _, p := range []string{
 		"/root/.ssh", "/root/.aws", "/root/.config/gcloud", "/root/.kube", "/root/.netrc", "/root/.claude",
-		"/root/.docker/config.json", "/root/.git-credentials", "/root/.gnupg", "/root/.config/gh",
+		"/root/.docker", "/root/.git-credentials", "/root/.config/git/credentials", "/root/.pgpass", "/root/.vault-token",
+		"/root/.azure", "/root/.cargo/credentials.toml", "/root/.terraform.d/credentials.tfrc.json", "/root/.local/share/keyrings",
+		"/root/.bash_history", "/root/.config/hub", "/root/.m2/settings.xml", "/root/.gem/credentials", "/root/.gnupg", "/root/.config/gh",
 		"/root/.npmrc", "/root/.pypirc", "/home/u/.ssh", "/home/u/.claude.json",
 		"/run/secrets", "/var/run/secrets", "/etc/mitrity/token",
 	} {
@@ -46,6 +48,21 @@ func TestDenyCandidates(t *testing.T) {
 	}
 	assert.Check(t, slices.IsSorted(got))
 	assert.Check(t, is.Len(got, 2*len(CredentialNames)+len(SystemDenyPaths)+1))
+}
+
+// Every entry of the two tables says why it is there, and none is listed
+// twice.
+func TestNamedTables(t *testing.T) {
+	t.Parallel()
+	for _, table := range [][]Named{DenySet, Protected} {
+		seen := map[string]bool{}
+		for _, n := range table {
+			assert.Check(t, n.Reason != "", n.Name)
+			assert.Check(t, !seen[n.Name], "%s twice", n.Name)
+			assert.Check(t, n.Name == filepath.Clean(n.Name) && !filepath.IsAbs(n.Name), n.Name)
+			seen[n.Name] = true
+		}
+	}
 }
 
 func TestResolveMasks(t *testing.T) {
@@ -90,21 +107,4 @@ func TestResolveMasks(t *testing.T) {
 
 func sortMasks(m []Mask) {
 	slices.SortFunc(m, func(a, b Mask) int { return strings.Compare(a.Path, b.Path) })
-}
-
-func TestResolveProtected(t *testing.T) {
-	t.Parallel()
-	root := t.TempDir()
-	assert.NilError(t, os.MkdirAll(filepath.Join(root, ".git", "hooks"), 0o755))
-	assert.NilError(t, os.WriteFile(filepath.Join(root, ".bashrc"), nil, 0o644))
-	assert.NilError(t, os.Symlink("/nonexistent/target", filepath.Join(root, ".profile")))
-	cands := ProtectedCandidates([]string{root}, []string{".envrc"})
-	assert.Check(t, slices.Contains(cands, filepath.Join(root, ".envrc")))
-	present, absent := ResolveProtected(cands)
-	assert.Check(t, is.DeepEqual(present, []string{filepath.Join(root, ".git/hooks"), filepath.Join(root, ".bashrc")}))
-	assert.Check(t, slices.Contains(absent, filepath.Join(root, ".vscode")))
-	assert.Check(t, !slices.Contains(absent, filepath.Join(root, ".profile")), "a dangling symlink exists")
-	assert.Check(t, is.Len(CreatedSince(absent), 0))
-	assert.NilError(t, os.Mkdir(filepath.Join(root, ".vscode"), 0o755))
-	assert.Check(t, is.DeepEqual(CreatedSince(absent), []string{filepath.Join(root, ".vscode")}))
 }

@@ -228,25 +228,20 @@ func ProbeSeccompChild() error {
 		return err
 	}
 	var bad []string
-	if _, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM, 0); err != unix.EPERM {
-		bad = append(bad, fmt.Sprintf("socket(AF_UNIX): %v", err))
-	}
-	if err := unix.Unshare(unix.CLONE_NEWUSER); err != unix.EPERM {
-		bad = append(bad, fmt.Sprintf("unshare(CLONE_NEWUSER): %v", err))
-	}
-	if _, _, errno := unix.Syscall(unix.SYS_CLONE3, 0, 0, 0); errno != unix.ENOSYS {
-		bad = append(bad, fmt.Sprintf("clone3: %v", errno))
-	}
-	if fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0); err != nil {
-		bad = append(bad, fmt.Sprintf("socketpair(AF_UNIX) refused: %v", err))
-	} else {
-		unix.Close(fds[0])
-		unix.Close(fds[1])
+	for _, c := range filterChecks {
+		switch err := c.call(); {
+		case c.want == 0 && err != nil:
+			bad = append(bad, fmt.Sprintf("%s refused: %v", c.name, err))
+		case c.want != 0 && err == nil:
+			bad = append(bad, fmt.Sprintf("%s allowed, want %v", c.name, c.want))
+		case c.want != 0 && err != c.want:
+			bad = append(bad, fmt.Sprintf("%s: %v, want %v", c.name, err, c.want))
+		}
 	}
 	if len(bad) > 0 {
 		out.Detail = "the filter installed but does not hold: " + strings.Join(bad, ", ")
 		return errors.New(out.Detail)
 	}
-	out.OK, out.Detail = true, fmt.Sprintf("filter of %d instructions installed; socket(AF_UNIX), unshare(CLONE_NEWUSER) denied, clone3 ENOSYS", len(prog))
+	out.OK, out.Detail = true, fmt.Sprintf("filter of %d instructions installed; %d checks hold, with high argument bits (socket(AF_UNIX), AF_VSOCK, unshare(CLONE_NEWUSER), pidfd_getfd denied, clone3 ENOSYS)", len(prog), len(filterChecks))
 	return nil
 }

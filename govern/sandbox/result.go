@@ -54,10 +54,15 @@ type Result struct {
 	// PinMethod is "bind" when judged scripts were bound over their paths.
 	PinMethod      string         `json:"pin_method,omitempty"`
 	LimitsEnforced LimitsEnforced `json:"limits_enforced"`
-	// ProtectedCreated lists protected paths (hooks, rc files, editor
-	// configs) that did not exist when the run started and do now: they
-	// cannot be bound read-only without creating them on the host, so their
-	// creation is reported rather than prevented.
+	// ProtectedCreated lists protected paths (git metadata, rc files,
+	// agent and editor project settings) the run created where none was.
+	// A name git or an editor would read kills the run the moment it
+	// appears and is moved aside (Message says where); a new repository
+	// (.git) where there was none is only reported.
 	ProtectedCreated []string `json:"protected_created,omitempty"`
-	Message          string   `json:"message,omitempty"`
+	// ProtectedModified lists protected paths whose content differs from
+	// before the run: they are bound read-only, so a change means the
+	// protection was bypassed.
+	ProtectedModified []string `json:"protected_modified,omitempty"`
+	Message           string   `json:"message,omitempty"`
 }

@@ -44,7 +44,7 @@ type execution struct {
 	cred     *syscall.Credential
 	cg       *execCgroup
 	cgReason string
-	absent   []string // protected paths that did not exist at the start
+	prot     protection // what the run must not change, rename away or create
 
 	extra      []*os.File // bwrap's descriptors from 3 on
 	childOnly  []*os.File // closed here once bwrap has them

@@ -94,6 +94,11 @@ type Spec struct {
 	// gateway's own config, token and credential sources, the profile's
 	// extra deny paths.
 	DenyPaths []string `json:"deny_paths,omitempty"`
+	// ReadOnlyPaths are absolute paths kept read-only even inside a
+	// workspace root, with every directory between the root and them made
+	// a mount point (so none can be renamed away and replaced): the
+	// gateway's own programs.
+	ReadOnlyPaths []string `json:"read_only_paths,omitempty"`
 	// DenyHomes are home directories whose credential files are masked in
 	// addition to /root, /home/* and every home in /etc/passwd.
 	DenyHomes []string `json:"deny_homes,omitempty"`
@@ -269,6 +274,11 @@ func within(root, p string) bool {
 func checkDenyPaths(s *Spec) error {
 	for i, p := range s.DenyPaths {
 		if err := absClean(fmt.Sprintf("deny_paths[%d]", i), p); err != nil {
+			return err
+		}
+	}
+	for i, p := range s.ReadOnlyPaths {
+		if err := absClean(fmt.Sprintf("read_only_paths[%d]", i), p); err != nil {
 			return err
 		}
 	}

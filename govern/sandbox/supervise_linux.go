@@ -142,10 +142,17 @@ func (e *execution) start(ctx context.Context, l Layout) (Result, bool) {
 		// --die-with-parent).
 		SysProcAttr: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Credential: e.cred},
 	}
+	// Protected names that do not exist are watched from before the
+	// sandbox exists: the first to appear kills it.
+	guard, err := startGuard(e.prot.watches)
+	if err != nil {
+		return fail(fmt.Errorf("protected paths: %w", err))
+	}
 	// The parent-death signal follows the thread that forks: keep it.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if err := cmd.Start(); err != nil {
+		guard.close()
 		return notStarted(govern.StatusFailedToStart, govern.ReasonSandboxUnavailable, "starting bubblewrap %s: %v", e.bwrap, err), false
 	}
 	for _, f := range e.childOnly {
@@ -180,6 +187,10 @@ func (e *execution) start(ctx context.Context, l Layout) (Result, bool) {
 			defer unix.Close(fd)
 		}
 	}
+	guard.armed(func() {
+		sb.kill()
+		cmd.Process.Kill()
+	})
 	if blkW != nil {
 		if sb.pid <= 0 {
 			e.cg.destroy()
@@ -219,6 +230,7 @@ func (e *execution) start(ctx context.Context, l Layout) (Result, bool) {
 		sig, waitErr = e.terminate(sb, cmd, waited)
 	}
 	gone := sb.reap(5 * time.Second)
+	hits := guard.close()
 	if bridgeEnd != nil {
 		// Unblocks a receive still waiting (init never handed out).
 		unix.Shutdown(int(bridgeEnd.Fd()), unix.SHUT_RDWR)
@@ -231,7 +243,8 @@ func (e *execution) start(ctx context.Context, l Layout) (Result, bool) {
 	if len(s.Pins) > 0 {
 		res.PinMethod = "bind"
 	}
-	if !st.exec || st.execErr != "" {
+	e.reportProtected(&res, hits)
+	if (!st.exec || st.execErr != "") && len(hits) == 0 {
 		res.Status, res.Reason = govern.StatusFailedToStart, govern.ReasonSpawnError
 		res.Message = firstNonEmpty(st.execErr, st.err, bwrapErr, fmt.Sprintf("the sandbox did not start (%v)", waitErr))
 		if timedOut {
@@ -254,10 +267,14 @@ func (e *execution) start(ctx context.Context, l Layout) (Result, bool) {
 		res.LimitsEnforced.DaemonKill = Limit{}
 		e.notes = append(e.notes, "a process of the sandbox was still alive 5s after the command ended")
 	}
-	res.ProtectedCreated = CreatedSince(e.absent)
 	oom := e.cg.oomKills()
 	code := cmd.ProcessState.ExitCode()
 	switch {
+	case len(hits) > 0:
+		// The guard killed it: whatever the command reported, it ended
+		// for creating what no run may create.
+		res.Status, res.Signal = govern.StatusKilled, "SIGKILL"
+		res.Message = protectedKillMessage(hits)
 	case timedOut:
 		res.Status, res.Signal = govern.StatusTimedOut, sig
 		res.Message = fmt.Sprintf("timed out after %v", s.Timeout())

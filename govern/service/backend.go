@@ -13,6 +13,7 @@ import (
 	"github.com/mitrity/mitrity/govern/config"
 	"github.com/mitrity/mitrity/govern/egress"
 	"github.com/mitrity/mitrity/govern/executor"
+	"github.com/mitrity/mitrity/govern/ownfiles"
 	"github.com/mitrity/mitrity/govern/sandbox"
 )
 
@@ -26,6 +27,8 @@ type backend struct {
 	// Service.bind).
 	reprobe bool
 	sandbox executor.Sandbox
+	// helpers are the sandbox's own programs, kept read-only in every run.
+	helpers []ownfiles.File
 }
 
 // ReprobeInterval is how often, at most, a call probes again for a
@@ -40,7 +43,7 @@ const ProbeCacheTTL = 10 * time.Minute
 // selectBackend probes the host for exec.sandbox.backend. auto and
 // bubblewrap use bubblewrap through mitrity-sandboxrun when the probe
 // passes; none, seatbelt on Linux, or a failed probe leave no backend.
-func selectBackend(cfg *config.Config) backend {
+func selectBackend(cfg *config.Config, place ownfiles.Placement) backend {
 	switch cfg.Exec.Sandbox.Backend {
 	case config.BackendNone:
 		return backend{reason: "exec.sandbox.backend is none"}
@@ -60,11 +63,13 @@ func selectBackend(cfg *config.Config) backend {
 	// runtime directory), so a one-shot exec does not pay three probing
 	// sandboxes before each command; doctor always probes afresh.
 	rep := sandbox.ProbeCached(ctx, govern.RuntimeDir(os.Geteuid(), os.Getenv), ProbeCacheTTL, sandbox.WithHelper(helper))
-	return backendFrom(cfg, helper, rep)
+	return backendFrom(cfg, helper, rep, place)
 }
 
-// backendFrom decides from a probe report.
-func backendFrom(cfg *config.Config, helper string, rep sandbox.ProbeReport) backend {
+// backendFrom decides from a probe report. A helper that a run could
+// replace (for a root gateway: one that root alone cannot change) is no
+// sandbox: the supervisor that would run it is the gateway's own user.
+func backendFrom(cfg *config.Config, helper string, rep sandbox.ProbeReport, place ownfiles.Placement) backend {
 	seccomp := sandbox.SeccompMode(cfg.Exec.Sandbox.Seccomp)
 	for _, c := range rep.Checks {
 		if c.OK {
@@ -82,25 +87,15 @@ func backendFrom(cfg *config.Config, helper string, rep sandbox.ProbeReport) bac
 		}
 		return backend{reason: msg, reprobe: true}
 	}
-	// The gateway's own files are unreadable inside the sandbox.
-	deny := []string{cfg.File, cfg.Policy, filepath.Dir(cfg.Audit.Path)}
-	for _, src := range cfg.Credentials {
-		if src.File != "" {
-			deny = append(deny, src.File)
-		}
-	}
-	var paths []string
-	for _, d := range deny {
-		if d != "" && d != "." {
-			paths = append(paths, d)
-		}
+	helpers := helperFiles(helper, rep.BwrapPath)
+	if err := place.Check(helpers); err != nil {
+		return backend{reason: "the sandbox's programs are within reach of the commands it would run: " + err.Error(), reprobe: true}
 	}
 	l := cfg.Exec.Limits
-	return backend{available: true, sandbox: executor.Sandbox{
+	return backend{available: true, helpers: helpers, sandbox: executor.Sandbox{
 		Egress: egressConfig(cfg),
 		Helper: helper, Bwrap: sandbox.Bwrap{Path: rep.BwrapPath, Version: rep.BwrapVersion}, Seccomp: seccomp,
-		Limits:    sandbox.Limits{MemoryBytes: l.MemoryBytes, Pids: int64(l.Pids), TmpfsBytes: l.TmpfsBytes, FileSizeBytes: l.FileSizeBytes, Nofile: 1024},
-		DenyPaths: paths,
+		Limits: sandbox.Limits{MemoryBytes: l.MemoryBytes, Pids: int64(l.Pids), TmpfsBytes: l.TmpfsBytes, FileSizeBytes: l.FileSizeBytes, Nofile: 1024},
 	}}
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mitrity/mitrity/govern/config"
+	"github.com/mitrity/mitrity/govern/ownfiles"
 	"github.com/mitrity/mitrity/govern/sandbox"
 )
 
@@ -35,6 +36,29 @@ func Doctor(ctx context.Context, cfg *config.Config) (checks []Check, ok bool) {
 		add(Check{Name: "default_cwd", Detail: fmt.Sprintf("%s: not a directory", cfg.Exec.DefaultCwd), Remedy: "create it or change exec.default_cwd"})
 	}
 
+	// Nothing a run can write may configure the gateway (the checks Open
+	// makes). When something could, the credential sources are not run:
+	// a command source named by a rewritten config is the agent's code.
+	pol, err := LoadPolicy(cfg)
+	var place ownfiles.Placement
+	ownOK := false
+	switch {
+	case err != nil:
+		add(Check{Name: "policy", Detail: err.Error(), Remedy: "fix the policy file"})
+	default:
+		runAs, _, rerr := resolveRunAs(cfg)
+		place = placement(cfg, pol, runAs)
+		if rerr == nil {
+			rerr = place.Check(ownFiles(cfg, nil))
+		}
+		if rerr != nil {
+			add(Check{Name: "own_files", Detail: rerr.Error(), Remedy: "keep the configuration, policy, feeds and credential sources outside every workspace root, owned by root (a root gateway) or the gateway's user, and writable by nobody else"})
+		} else {
+			ownOK = true
+			add(Check{Name: "own_files", OK: true, Detail: "no file that configures the gateway is within reach of the commands it runs"})
+		}
+	}
+
 	helper := sandboxHelper()
 	switch {
 	case cfg.Exec.Sandbox.Backend == config.BackendNone:
@@ -45,7 +69,7 @@ func Doctor(ctx context.Context, cfg *config.Config) (checks []Check, ok bool) {
 		pctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		rep := sandbox.Probe(pctx, sandbox.WithHelper(helper))
 		cancel()
-		b := backendFrom(cfg, helper, rep)
+		b := backendFrom(cfg, helper, rep, place)
 		detail := fmt.Sprintf("bubblewrap %s at %s", rep.BwrapVersion, rep.BwrapPath)
 		if !b.available {
 			detail = b.reason
@@ -72,6 +96,10 @@ func Doctor(ctx context.Context, cfg *config.Config) (checks []Check, ok bool) {
 	}
 	sort.Strings(ids)
 	for _, id := range ids {
+		if !ownOK {
+			add(Check{Name: "credential " + id, Detail: cfg.Credentials[id].Kind() + ": not fetched: own_files failed, and the source may be the commands' own"})
+			continue
+		}
 		fctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 		_, err := cfg.Credentials[id].Fetch(fctx)
 		cancel()

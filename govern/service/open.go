@@ -2,6 +2,7 @@ package service
 
 import (
 	"fmt"
+	"slices"
 	"os"
 	"os/user"
 	"reflect"
@@ -16,6 +17,7 @@ import (
 	"github.com/mitrity/mitrity/govern/executor"
 	"github.com/mitrity/mitrity/govern/intel"
 	"github.com/mitrity/mitrity/govern/notify"
+	"github.com/mitrity/mitrity/govern/ownfiles"
 	"github.com/mitrity/mitrity/govern/pipeline"
 	"github.com/mitrity/mitrity/govern/plan"
 	"github.com/mitrity/mitrity/govern/policy"
@@ -33,9 +35,12 @@ func LoadPolicy(cfg *config.Config) (*policy.Policy, error) {
 // Open builds a Service from a validated config: policy, pipeline (rules
 // compiled), executor, audit writer and notifier. Close releases them.
 // The gateway refuses to run commands it cannot audit, so an audit file
-// that cannot be opened is an error here.
-func Open(cfg *config.Config, logger zerolog.Logger, opts ...pipeline.Option) (*Service, error) {
-	g, err := build(cfg, logger, opts...)
+// that cannot be opened is an error here. extra are the gateway's own
+// files that its flags name (a token file, the admin socket directory):
+// like the config's, no run may see them, and those that configure the
+// gateway must be out of every run's reach (CheckOwnFiles).
+func Open(cfg *config.Config, logger zerolog.Logger, extra ...ownfiles.File) (*Service, error) {
+	g, err := build(cfg, logger, extra)
 	if err != nil {
 		return nil, err
 	}
@@ -45,13 +50,33 @@ func Open(cfg *config.Config, logger zerolog.Logger, opts ...pipeline.Option) (*
 		return nil, err
 	}
 	svc := New(Deps{Config: cfg, Audit: w, Logger: logger})
+	svc.extra = extra
 	svc.gen.Store(g)
 	svc.probed = time.Now() // build just probed
 	return svc, nil
 }
 
+// resolveRunAs is the user a root gateway runs commands as; nil for a
+// gateway that is not root (its commands run as itself).
+func resolveRunAs(cfg *config.Config) (runAs *plan.User, home string, err error) {
+	if os.Geteuid() != 0 {
+		return nil, "", nil
+	}
+	// Config validation already requires run_as for a root gateway.
+	u, err := user.Lookup(cfg.Exec.RunAs)
+	if err != nil {
+		return nil, "", fmt.Errorf("exec.run_as %q: %w", cfg.Exec.RunAs, err)
+	}
+	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
+	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
+	if uid == 0 {
+		return nil, "", fmt.Errorf("exec.run_as %q is root: agent commands never run as root", cfg.Exec.RunAs)
+	}
+	return &plan.User{UID: uint32(uid), GID: uint32(gid), Name: u.Username}, u.HomeDir, nil
+}
+
 // build makes a generation from cfg.
-func build(cfg *config.Config, logger zerolog.Logger, opts ...pipeline.Option) (*generation, error) {
+func build(cfg *config.Config, logger zerolog.Logger, extra []ownfiles.File, opts ...pipeline.Option) (*generation, error) {
 	pol, err := LoadPolicy(cfg)
 	if err != nil {
 		return nil, err
@@ -60,22 +85,21 @@ func build(cfg *config.Config, logger zerolog.Logger, opts ...pipeline.Option) (
 	if err != nil || home == "" {
 		home = cfg.Exec.DefaultCwd
 	}
-	var runAs *plan.User
-	if os.Geteuid() == 0 {
-		// Config validation already requires run_as for a root gateway.
-		u, err := user.Lookup(cfg.Exec.RunAs)
-		if err != nil {
-			return nil, fmt.Errorf("exec.run_as %q: %w", cfg.Exec.RunAs, err)
-		}
-		uid, _ := strconv.ParseUint(u.Uid, 10, 32)
-		gid, _ := strconv.ParseUint(u.Gid, 10, 32)
-		if uid == 0 {
-			return nil, fmt.Errorf("exec.run_as %q is root: agent commands never run as root", cfg.Exec.RunAs)
-		}
-		runAs = &plan.User{UID: uint32(uid), GID: uint32(gid), Name: u.Username}
-		home = u.HomeDir
+	runAs, runHome, err := resolveRunAs(cfg)
+	if err != nil {
+		return nil, err
 	}
-	g := &generation{cfg: cfg, home: home, runAs: runAs}
+	if runAs != nil {
+		home = runHome
+	}
+	// Nothing a run can write may configure the gateway: checked before
+	// anything is started, so a refused file is never read for a call.
+	own := ownFiles(cfg, extra)
+	place := placement(cfg, pol, runAs)
+	if err := place.Check(own); err != nil {
+		return nil, fmt.Errorf("the gateway's own files are within reach of the commands it runs, refusing to start:\n%w", err)
+	}
+	g := &generation{cfg: cfg, home: home, runAs: runAs, own: own, place: place}
 	if cfg.ThreatIntel.Feed != "" {
 		feed, err := intel.NewWatcher(cfg.ThreatIntel.Feed, time.Duration(cfg.ThreatIntel.ReloadSeconds)*time.Second, logger)
 		if err != nil {
@@ -108,7 +132,7 @@ func build(cfg *config.Config, logger zerolog.Logger, opts ...pipeline.Option) (
 			return nil, fmt.Errorf("exec.sandbox.settings_file: %w", err)
 		}
 	}
-	g.setBackend(selectBackend(cfg))
+	g.setBackend(selectBackend(cfg, g.place))
 	return g, nil
 }
 
@@ -117,6 +141,12 @@ func build(cfg *config.Config, logger zerolog.Logger, opts ...pipeline.Option) (
 func (g *generation) setBackend(b backend) {
 	g.backend = b
 	g.backend.sandbox.Narrowing = g.settings.Narrowing()
+	// The gateway's own files are unreadable inside the sandbox, whatever
+	// they resolve to; its programs are read-only even inside a workspace
+	// root (a checkout's bin/).
+	own := append(slices.Clone(g.own), b.helpers...)
+	g.backend.sandbox.DenyPaths = own.Paths(ownfiles.Configures, ownfiles.Keeps)
+	g.backend.sandbox.ReadOnlyPaths = own.Paths(ownfiles.Executes)
 	// The proxy enforces the host's egress settings in mode none too.
 	xopts := []executor.Option{executor.WithEgressSettings(egressConfig(g.cfg))}
 	if g.backend.available {
@@ -158,7 +188,7 @@ func (s *Service) Reload(cfg *config.Config, logger zerolog.Logger) error {
 	if len(fixed) > 0 {
 		return fmt.Errorf("%s changed: restart the gateway to apply it; nothing was reloaded", strings.Join(fixed, ", "))
 	}
-	g, err := build(cfg, logger, pipeline.WithHolds(old.pipe.Holds()))
+	g, err := build(cfg, logger, s.extra, pipeline.WithHolds(old.pipe.Holds()))
 	if err != nil {
 		return err
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/mitrity/mitrity/govern/executor"
 	"github.com/mitrity/mitrity/govern/metrics"
 	"github.com/mitrity/mitrity/govern/notify"
+	"github.com/mitrity/mitrity/govern/ownfiles"
 	"github.com/mitrity/mitrity/govern/pipeline"
 	"github.com/mitrity/mitrity/govern/plan"
 	"github.com/mitrity/mitrity/govern/policy"
@@ -49,6 +50,9 @@ type Service struct {
 	tickets *ticket.Store
 	metrics *metrics.Metrics // nil: none
 	reload  sync.Mutex       // one Reload (or re-probe) at a time
+	// extra are the own files the gateway's flags name (Open), kept for
+	// every reload.
+	extra   []ownfiles.File
 	probed  time.Time        // the last re-probe; under reload
 }
 
@@ -67,6 +71,11 @@ type generation struct {
 	// when it is not available every call stamps unavailable_denied or
 	// none, with its reason.
 	backend backend
+	// own are the gateway's own files under cfg, and place who could
+	// rewrite them: every run masks the first and keeps programs
+	// read-only; a sandbox helper a run could replace is refused.
+	own     ownfiles.Set
+	place   ownfiles.Placement
 	closers []func() error
 }
 
@@ -105,7 +114,7 @@ func (s *Service) reprobe(g *generation) *generation {
 		return g
 	}
 	s.probed = time.Now()
-	b := selectBackend(g.cfg)
+	b := selectBackend(g.cfg, g.place)
 	if !b.available {
 		return g
 	}
@@ -624,7 +633,8 @@ func secretMap(secrets []dlp.Secret) map[string]string {
 
 // credentialDir is a fresh private path for one execution's credential
 // files (mode none runs on the host, so it cannot be the sandbox's fixed
-// path).
+// path), in the gateway's runtime directory: every run masks it, and
+// root's is traversable by the run_as user, who owns each run's directory.
 func credentialDir() string {
 	var b [8]byte
 	f, err := os.Open("/dev/urandom")
@@ -632,14 +642,9 @@ func credentialDir() string {
 		f.Read(b[:])
 		f.Close()
 	}
-	base := os.Getenv("XDG_RUNTIME_DIR")
-	switch {
-	case os.Geteuid() == 0:
-		// Traversable by the run_as user; each run's directory is 0700
-		// and owned by it.
-		base = "/run/mitrity"
-	case base == "":
-		base = os.TempDir()
+	base, err := govern.MakeRuntimeDir(os.Geteuid(), os.Getenv)
+	if err != nil {
+		base = govern.RuntimeDir(os.Geteuid(), os.Getenv) // the run then fails to create it, closed
 	}
 	return filepath.Join(base, fmt.Sprintf("mitrity-cred-%x", b))
 }

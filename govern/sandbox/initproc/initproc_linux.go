@@ -15,9 +15,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// proxyVars are set to the bridge when the sandbox has a proxy.
-var proxyVars = []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"}
-
 // Main is the sandbox's first process, started by bubblewrap already under
 // the seccomp filter. With a proxy it opens the loopback listener and hands
 // it to the supervisor outside the sandbox; then it applies the rlimits to
@@ -174,25 +171,25 @@ func closeOnExecAbove(n int) {
 	}
 }
 
-// WithProxy points every proxy variable at the bridge's port on loopback
-// and empties NO_PROXY, replacing whatever env said about them.
+// WithProxy sets every variable of proxyTable for the bridge's port on
+// loopback, so that curl, git, Go, Python, Node and Java programs find the
+// proxy; whatever env said about them is replaced (JAVA_TOOL_OPTIONS: kept,
+// with ours after it).
 func WithProxy(env []string, port int) []string {
-	drop := map[string]bool{"NO_PROXY": true, "no_proxy": true}
-	for _, v := range proxyVars {
-		drop[v] = true
-	}
-	out := make([]string, 0, len(env)+len(proxyVars)+2)
+	had := make(map[string]string, len(proxyTable))
+	out := make([]string, 0, len(env)+len(proxyTable))
 	for _, kv := range env {
-		name, _, _ := strings.Cut(kv, "=")
-		if !drop[name] {
+		name, val, _ := strings.Cut(kv, "=")
+		if !isProxyVar(name) {
 			out = append(out, kv)
+		} else if _, dup := had[name]; !dup {
+			had[name] = val // the first, as getenv reads it
 		}
 	}
-	url := "http://127.0.0.1:" + strconv.Itoa(port)
-	for _, v := range proxyVars {
-		out = append(out, v+"="+url)
+	for _, v := range proxyTable {
+		out = append(out, v.name+"="+v.expand(port, had[v.name]))
 	}
-	return append(out, "NO_PROXY=", "no_proxy=")
+	return out
 }
 
 // handOutListener listens on the sandbox's loopback and sends the listening

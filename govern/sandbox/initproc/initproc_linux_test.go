@@ -14,6 +14,7 @@ func TestWithProxy(t *testing.T) {
 	assert.Check(t, is.DeepEqual(got, []string{
 		"PATH=/bin", "A=b=c",
 		"HTTP_PROXY=" + url, "HTTPS_PROXY=" + url, "ALL_PROXY=" + url, "http_proxy=" + url, "https_proxy=" + url, "all_proxy=" + url,
-		"NO_PROXY=", "no_proxy=",
+		"NO_PROXY=", "no_proxy=", "NODE_USE_ENV_PROXY=1",
+		"JAVA_TOOL_OPTIONS=-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=40123 -Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=40123 -Dhttp.nonProxyHosts=",
 	}))
 }

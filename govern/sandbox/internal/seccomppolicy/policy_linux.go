@@ -3,27 +3,109 @@ package seccomppolicy
 import (
 	"encoding/binary"
 	"fmt"
-	"runtime"
+	"slices"
 
-	seccomp "github.com/elastic/go-seccomp-bpf"
 	"github.com/elastic/go-seccomp-bpf/arch"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
 
-// DeniedSyscalls fail with EPERM whatever their arguments: namespace and
-// mount manipulation, tracing and cross-process memory access, kernel
-// keyrings, BPF, perf, userfaultfd, kexec and kernel modules, io_uring
-// (whose operations a filter cannot see).
-var DeniedSyscalls = []string{
-	"io_uring_setup", "io_uring_enter", "io_uring_register",
-	"setns", "mount", "umount2", "pivot_root",
-	"open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr",
-	"ptrace", "process_vm_readv", "process_vm_writev",
-	"keyctl", "add_key", "request_key",
-	"bpf", "perf_event_open", "userfaultfd",
-	"kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
-}
+// The policy, one decision per row: allow by default, and decide these.
+// Audited against Docker's default profile (moby profiles/seccomp/default.json)
+// and Anthropic's sandbox-runtime (vendor/seccomp-src). The command has no
+// capabilities and its own user, network, IPC, UTS and PID namespaces, so a
+// capability-gated call fails anyway: denying it keeps its kernel code out of
+// reach. Every argument is compared on its low 32 bits: the kernel reads
+// int and unsigned int arguments on them (and clone's flags; unshare
+// refuses high bits with EINVAL), so a 64-bit comparison is bypassed by
+// setting a high bit (socket((1<<32)|AF_UNIX) passed the library's filter).
+//
+//	call                          decision                         why
+//	socket                        AF_INET, AF_INET6, and           AF_UNIX reaches host sockets on visible paths (a
+//	                              AF_NETLINK with NETLINK_ROUTE;   Docker socket is root); AF_VSOCK is not confined
+//	                              any other family EPERM           by the network namespace; NETLINK_ROUTE serves
+//	                                                               glibc's getaddrinfo/getifaddrs and Node's
+//	                                                               os.networkInterfaces, and sees only the sandbox's
+//	                                                               namespace; the rest (AF_PACKET, AF_ALG, AF_XDP,
+//	                                                               AF_KEY, AF_BLUETOOTH, other netlink protocols…)
+//	                                                               is attack surface no build tool needs
+//	socketpair                    AF_UNIX SOCK_STREAM and          libuv, Python and ssh use stream pairs; a
+//	                              SOCK_SEQPACKET; else EPERM       datagram pair can be connect()ed to any host
+//	                                                               datagram socket on a visible path
+//	ioctl                         TIOCSTI, TIOCLINUX EPERM         typing into, or pasting from, a terminal
+//	unshare, clone                any CLONE_NEW* flag EPERM        no nested namespaces (CLONE_NEWTIME's bit is
+//	                                                               clone's exit signal, so unshare only)
+//	clone3                        ENOSYS                           its flags are in memory the filter cannot read;
+//	                                                               libc falls back to clone
+//	personality                   PER_LINUX, PER_LINUX32, UNAME26, Docker's values, plus ADDR_NO_RANDOMIZE (gdb,
+//	                              ADDR_NO_RANDOMIZE, combined, and setarch -R), which weakens only the caller's own
+//	                              the query; else EPERM            layout; other execution domains and
+//	                                                               READ_IMPLIES_EXEC, MMAP_PAGE_ZERO are refused
+//	io_uring_*                    EPERM                            its operations (sockets included) bypass the filter
+//	setns mount umount2           EPERM                            no namespace or mount changes
+//	  pivot_root open_tree
+//	  move_mount fsopen fsconfig
+//	  fsmount fspick mount_setattr
+//	ptrace process_vm_readv       EPERM                            no access to another process: its memory, its
+//	  process_vm_writev kcmp                                       descriptors (pidfd_getfd), its address space
+//	  pidfd_getfd process_madvise                                  (process_madvise, process_mrelease, page
+//	  process_mrelease                                             migration), the kernel's pointer order (kcmp)
+//	  migrate_pages move_pages
+//	keyctl add_key request_key    EPERM                            keyrings are not namespaced
+//	bpf perf_event_open           EPERM                            kernel attack surface, host-wide observation
+//	  userfaultfd fanotify_init
+//	kexec_load kexec_file_load    EPERM                            capability-gated, host-wide
+//	  init_module finit_module
+//	  delete_module reboot swapon
+//	  swapoff acct quotactl
+//	  quotactl_fd vhangup
+//	  settimeofday clock_settime
+//	  lookup_dcookie
+//	syslog                        EPERM                            the kernel log, readable when dmesg_restrict=0
+//	open_by_handle_at             EPERM                            open_by_handle_at opens any file of a mounted
+//	  name_to_handle_at                                            file system by handle, around the mounts
+//	                                                               ("shocker"); the handle is of no other use here
+//	iopl ioperm uselib _sysctl    EPERM                            x86_64 only: port I/O, a.out libraries, the
+//	                                                               removed sysctl call
+//	any other architecture        kill                             i386 (int 0x80) and AArch32 numbers differ, and
+//	                                                               i386 socketcall hides socket's arguments
+//	x32 ABI (nr ≥ 0x40000000)     ENOSYS                           the same calls by other numbers
+//	allowed, considered           allow                            modify_ldt (Docker allows it; wine), mbind
+//	                                                               set_mempolicy (the caller's own memory), chroot
+//	                                                               sethostname setdomainname (capability-gated, own
+//	                                                               UTS namespace), adjtimex clock_adjtime (reads;
+//	                                                               writes are capability-gated), seccomp landlock
+//	                                                               (only restrict), ustat sysfs (obsolete reads);
+//	                                                               nfsservctl, create_module and the like are gone
+//	                                                               from the kernel (ENOSYS)
+var (
+	// DeniedSyscalls fail with EPERM whatever their arguments, on every
+	// architecture.
+	DeniedSyscalls = []string{
+		"io_uring_setup", "io_uring_enter", "io_uring_register",
+		"setns", "mount", "umount2", "pivot_root",
+		"open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr",
+		"ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd",
+		"process_madvise", "process_mrelease", "migrate_pages", "move_pages",
+		"keyctl", "add_key", "request_key",
+		"bpf", "perf_event_open", "userfaultfd", "fanotify_init",
+		"kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
+		"reboot", "swapon", "swapoff", "acct", "quotactl", "quotactl_fd", "vhangup",
+		"settimeofday", "clock_settime", "lookup_dcookie", "syslog",
+		"open_by_handle_at", "name_to_handle_at",
+	}
+	// deniedOn are the denied calls that exist on one architecture only.
+	deniedOn = map[string][]string{
+		arch.X86_64.Name: {"iopl", "ioperm", "uselib", "_sysctl"},
+	}
+)
+
+// Arguments of the conditional rules.
+var (
+	socketFamilies  = []uint32{unix.AF_INET, unix.AF_INET6}
+	socketpairTypes = []uint32{unix.SOCK_STREAM, unix.SOCK_SEQPACKET}
+	ioctlDenied     = []uint32{unix.TIOCSTI, unix.TIOCLINUX}
+)
 
 // Namespace flags: unshare may not use any; clone may not use those that
 // fit its flags word (CLONE_NEWTIME's bit is the exit signal there).
@@ -32,59 +114,144 @@ const (
 	unshareNewMask = cloneNewMask | unix.CLONE_NEWTIME
 )
 
-// errnoAction returns the filter action that fails a call with errno.
-func errnoAction(errno unix.Errno) seccomp.Action {
-	return seccomp.ActionErrno | seccomp.Action(errno)
+// Personality values (linux/personality.h): the flags allowed, alone or
+// together, and the query, which changes nothing.
+const (
+	personalityAllowed = 0x0008 | 0x0020000 | 0x0040000 // PER_LINUX32 | UNAME26 | ADDR_NO_RANDOMIZE
+	personalityQuery   = 0xffffffff
+	sockTypeMask       = 0xf // SOCK_TYPE_MASK: the type without SOCK_CLOEXEC, SOCK_NONBLOCK
+)
+
+// struct seccomp_data: nr, arch, instruction_pointer, then args[6], __u64
+// each in the architecture's byte order.
+const (
+	offNr   = 0
+	offArch = 4
+	offArgs = 16
+	// auditArchLE is __AUDIT_ARCH_LE (linux/audit.h), set in the audit
+	// architecture of every little-endian ABI.
+	auditArchLE = 0x40000000
+)
+
+// What the filter returns.
+const (
+	retAllow = unix.SECCOMP_RET_ALLOW
+	retKill  = unix.SECCOMP_RET_KILL_PROCESS
+	retEPERM = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
+	retNOSYS = unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)
+)
+
+// Denied returns the calls a's filter fails with EPERM whatever their
+// arguments.
+func Denied(a *arch.Info) []string {
+	return append(slices.Clone(DeniedSyscalls), deniedOn[a.Name]...)
 }
 
-// Policy is the seccomp policy installed on the command: allow by
-// default, deny the calls above, socket(AF_UNIX) (socketpair stays), new
-// namespaces through unshare or clone, TIOCSTI, and clone3 with ENOSYS so
-// that libc falls back to clone, whose flags the filter can read.
-func Policy() seccomp.Policy {
-	return seccomp.Policy{
-		DefaultAction: seccomp.ActionAllow,
-		Syscalls: []seccomp.SyscallGroup{
-			{
-				Action: errnoAction(unix.EPERM),
-				Names:  DeniedSyscalls,
-				NamesWithCondtions: []seccomp.NameWithConditions{
-					{Name: "socket", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.Equal, Value: unix.AF_UNIX}}},
-					{Name: "unshare", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.BitsSet, Value: unshareNewMask}}},
-					{Name: "clone", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.BitsSet, Value: cloneNewMask}}},
-					{Name: "ioctl", Conditions: seccomp.ArgumentConditions{{Argument: 1, Operation: seccomp.Equal, Value: unix.TIOCSTI}}},
-				},
-			},
-			{Action: errnoAction(unix.ENOSYS), Names: []string{"clone3"}},
-		},
-	}
-}
-
-// Program assembles the filter for the running architecture. The library's
-// program lets a foreign architecture's calls through (an x86_64 process
-// can still issue i386 calls through int 0x80, where socketcall bypasses a
-// socket rule), so the program is prefixed with a check that kills the
-// process on any architecture but the native one.
+// Program assembles the filter for the running architecture.
 func Program() ([]bpf.RawInstruction, error) {
-	info, err := arch.GetInfo("")
+	a, err := arch.GetInfo("")
 	if err != nil {
-		return nil, fmt.Errorf("seccomp: %s: %w", runtime.GOARCH, err)
+		return nil, fmt.Errorf("seccomp: %w", err)
 	}
-	p := Policy()
-	insts, err := p.Assemble()
-	if err != nil {
-		return nil, fmt.Errorf("seccomp: assembling the policy: %w", err)
+	return ProgramFor(a)
+}
+
+// ProgramFor assembles the filter for architecture a: kill any other
+// architecture's calls, ENOSYS for the x32 ABI, then the rules of the
+// table above, each argument loaded from its low 32 bits.
+func ProgramFor(a *arch.Info) ([]bpf.RawInstruction, error) {
+	var missing []string
+	nr := func(name string) uint32 {
+		n, ok := a.SyscallNames[name]
+		if !ok {
+			missing = append(missing, name)
+		}
+		return uint32(n)
 	}
-	prefix := []bpf.Instruction{
-		bpf.LoadAbsolute{Off: 4, Size: 4}, // seccomp_data.arch
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(info.ID), SkipTrue: 1},
-		bpf.RetConstant{Val: uint32(seccomp.ActionKillProcess)},
+	lo := func(i int) bpf.Instruction {
+		off := offArgs + 8*i
+		if uint32(a.ID)&auditArchLE == 0 {
+			off += 4
+		}
+		return bpf.LoadAbsolute{Off: uint32(off), Size: 4}
 	}
-	raw, err := bpf.Assemble(append(prefix, insts...))
-	if err != nil {
-		return nil, fmt.Errorf("seccomp: assembling BPF: %w", err)
+	p := newAsm()
+
+	p.emit(bpf.LoadAbsolute{Off: offArch, Size: 4})
+	p.jump(bpf.JumpEqual, uint32(a.ID), "native", "")
+	p.ret(retKill)
+	p.label("native")
+	p.emit(bpf.LoadAbsolute{Off: offNr, Size: 4})
+	if a.ID == arch.X86_64.ID {
+		p.jump(bpf.JumpGreaterOrEqual, uint32(arch.X32.SeccompMask), "", "x86_64")
+		p.ret(retNOSYS)
+		p.label("x86_64")
 	}
-	return raw, nil
+
+	// Each rule starts at the call's number and ends in a return (a body
+	// that falls through denies); other calls skip it with the number still
+	// loaded.
+	rule := func(name string, body func(allow, deny string)) {
+		p.jump(bpf.JumpEqual, nr(name), "", name+".next")
+		body(name+".allow", name+".deny")
+		p.label(name + ".deny")
+		p.ret(retEPERM)
+		p.label(name + ".allow")
+		p.ret(retAllow)
+		p.label(name + ".next")
+	}
+	rule("socket", func(allow, deny string) {
+		p.emit(lo(0))
+		for _, f := range socketFamilies {
+			p.jump(bpf.JumpEqual, f, allow, "")
+		}
+		p.jump(bpf.JumpEqual, unix.AF_NETLINK, "", deny)
+		p.emit(lo(2))
+		p.jump(bpf.JumpEqual, unix.NETLINK_ROUTE, allow, deny)
+	})
+	rule("socketpair", func(allow, deny string) {
+		p.emit(lo(0))
+		p.jump(bpf.JumpEqual, unix.AF_UNIX, "", deny)
+		p.emit(lo(1), bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: sockTypeMask})
+		for _, t := range socketpairTypes {
+			p.jump(bpf.JumpEqual, t, allow, "")
+		}
+	})
+	rule("ioctl", func(allow, deny string) {
+		p.emit(lo(1))
+		for _, req := range ioctlDenied {
+			p.jump(bpf.JumpEqual, req, deny, "")
+		}
+		p.goTo(allow)
+	})
+	rule("unshare", func(allow, deny string) {
+		p.emit(lo(0))
+		p.jump(bpf.JumpBitsSet, unshareNewMask, deny, allow)
+	})
+	rule("clone", func(allow, deny string) {
+		p.emit(lo(0))
+		p.jump(bpf.JumpBitsSet, cloneNewMask, deny, allow)
+	})
+	rule("personality", func(allow, deny string) {
+		p.emit(lo(0))
+		p.jump(bpf.JumpEqual, personalityQuery, allow, "")
+		p.jump(bpf.JumpBitsSet, ^uint32(personalityAllowed), deny, allow)
+	})
+
+	for _, name := range Denied(a) {
+		p.jump(bpf.JumpEqual, nr(name), "deny", "")
+	}
+	p.jump(bpf.JumpEqual, nr("clone3"), "enosys", "")
+	p.ret(retAllow)
+	p.label("deny")
+	p.ret(retEPERM)
+	p.label("enosys")
+	p.ret(retNOSYS)
+
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("seccomp: %s has no %v", a.Name, missing)
+	}
+	return p.assemble()
 }
 
 // Bytes is Program as bubblewrap's --seccomp reads it: struct sock_filter

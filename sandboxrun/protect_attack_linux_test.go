@@ -1,0 +1,207 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/mitrity/mitrity/govern"
+)
+
+// The repository metadata a host git executes from, attacked from inside
+// the sandbox, and a host git run afterwards as the workspace's owner to
+// see what it runs. Every attack's marker is a file the planted
+// fsmonitor or hook would touch on the host.
+
+// hostGit runs git in dir on the host as the identity's user (the owner of
+// the workspace, so that git's safe.directory accepts it).
+func (id identity) hostGit(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+	home := filepath.Join(filepath.Dir(dir), "githome-"+randHex(t))
+	assert.NilError(t, os.MkdirAll(home, 0o755))
+	id.own(t, home)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t",
+		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t", "LC_ALL=C"}
+	if os.Geteuid() == 0 && id.uid != 0 {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(id.uid), Gid: uint32(id.gid)}}
+	}
+	out, err := cmd.CombinedOutput()
+	assert.NilError(t, err, "git %v: %s", args, out)
+	return string(out)
+}
+
+// repo makes a repository with one commit in a fresh workspace (or in
+// sub below it) owned by the identity, and returns the workspace, the
+// repository's directory and a marker path the attacks try to create.
+func (id identity) repo(t *testing.T, sub string) (ws, dir, marker string) {
+	t.Helper()
+	ws = id.workspace(t)
+	dir = filepath.Join(ws, sub)
+	assert.NilError(t, os.MkdirAll(dir, 0o755))
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, "README"), []byte("hello\n"), 0o644))
+	id.own(t, ws)
+	id.hostGit(t, dir, "init", "-q", "-b", "main")
+	id.hostGit(t, dir, "add", "README")
+	id.hostGit(t, dir, "commit", "-q", "-m", "one")
+	// Outside the workspace (read-only in the sandbox), writable by the
+	// host git that would run the planted code.
+	marks := filepath.Join(filepath.Dir(ws), "marks")
+	assert.NilError(t, os.Mkdir(marks, 0o755))
+	id.own(t, marks)
+	marker = filepath.Join(marks, "PWNED-"+randHex(t))
+	return ws, dir, marker
+}
+
+func fileSum(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	assert.NilError(t, err)
+	return string(b)
+}
+
+func noMarker(t *testing.T, marker, what string) {
+	t.Helper()
+	_, err := os.Stat(marker)
+	assert.Check(t, os.IsNotExist(err), "%s: the host git ran the planted code (%s exists)", what, marker)
+}
+
+// `mv .git .git-old && mkdir .git && cp -a .git-old/. .git/` with a new
+// config: the directory itself cannot be renamed away.
+func TestAttackGitRenamed(t *testing.T) {
+	forEachIdentity(t, func(t *testing.T, id identity) {
+		ws, dir, marker := id.repo(t, "")
+		before := fileSum(t, filepath.Join(dir, ".git/config"))
+		script := fmt.Sprintf(`mv .git .git-old; echo "mv=$?"
+mkdir .git 2>/dev/null; cp -a .git-old/. .git/ 2>/dev/null
+printf '[core]\n\tfsmonitor = "touch %[1]s; false"\n' > .git/config; echo "config=$?"
+mv .git/config .git/config.old; echo "mvconfig=$?"
+rm -rf .git/hooks; echo "rmhooks=$?"
+true`, marker)
+		o := id.run(t, id.spec(ws, script))
+		assert.Check(t, is.Equal(o.Status, govern.StatusCompleted), o.Message)
+		assert.Check(t, strings.Contains(o.stdout, "mv=1"), "the rename of .git succeeded: %s", o.stdout)
+		assert.Check(t, strings.Contains(o.stdout, "config=1") && strings.Contains(o.stdout, "mvconfig=1"), o.stdout)
+		id.hostGit(t, dir, "status", "--short")
+		noMarker(t, marker, "renamed .git")
+		assert.Check(t, is.Equal(fileSum(t, filepath.Join(dir, ".git/config")), before))
+		_, err := os.Stat(filepath.Join(dir, ".git-old"))
+		assert.Check(t, os.IsNotExist(err))
+		assert.Check(t, is.Len(o.ProtectedModified, 0))
+	})
+}
+
+// A commondir pointing at a planted repository: the name does not exist
+// in a main repository, so it cannot be bound; it is watched, and its
+// creation kills the run and moves it aside before a host git reads it.
+func TestAttackGitCommondir(t *testing.T) {
+	forEachIdentity(t, func(t *testing.T, id identity) {
+		ws, dir, marker := id.repo(t, "")
+		script := fmt.Sprintf(`mkdir -p planted/objects planted/refs/heads
+echo 'ref: refs/heads/main' > planted/HEAD
+printf '[core]\n\trepositoryformatversion = 0\n\tfsmonitor = "touch %[1]s; false"\n' > planted/config
+echo ../planted > .git/commondir.tmp && mv .git/commondir.tmp .git/commondir
+sleep 5; echo STILL-RUNNING`, marker)
+		o := id.run(t, id.spec(ws, script))
+		assert.Check(t, is.Equal(o.Status, govern.StatusKilled), "%s %s", o.Status, o.Message)
+		assert.Check(t, !strings.Contains(o.stdout, "STILL-RUNNING"), o.stdout)
+		assert.Check(t, strings.Contains(o.Message, filepath.Join(dir, ".git/commondir")), o.Message)
+		assert.Check(t, slices.Contains(o.ProtectedCreated, filepath.Join(dir, ".git/commondir")), "%v", o.ProtectedCreated)
+		_, err := os.Lstat(filepath.Join(dir, ".git/commondir"))
+		assert.Check(t, os.IsNotExist(err), "commondir is still there")
+		moved, _ := filepath.Glob(filepath.Join(dir, ".git/commondir.mitrity-quarantine-*"))
+		assert.Check(t, is.Len(moved, 1))
+		id.hostGit(t, dir, "status", "--short")
+		noMarker(t, marker, "planted commondir")
+	})
+}
+
+// A repository without hooks/ (or info/): the empty directory git init
+// would make is made, and held.
+func TestAttackGitHooksMissing(t *testing.T) {
+	forEachIdentity(t, func(t *testing.T, id identity) {
+		ws, dir, marker := id.repo(t, "")
+		assert.NilError(t, os.RemoveAll(filepath.Join(dir, ".git/hooks")))
+		assert.NilError(t, os.RemoveAll(filepath.Join(dir, ".git/info")))
+		script := fmt.Sprintf(`mkdir -p .git/hooks; printf '#!/bin/sh\ntouch %[1]s\n' > .git/hooks/post-commit; chmod +x .git/hooks/post-commit; echo "hook=$?"
+printf '*.x filter=evil\n' > .git/info/attributes; echo "attrs=$?"`, marker)
+		o := id.run(t, id.spec(ws, script))
+		assert.Check(t, is.Equal(o.Status, govern.StatusCompleted), o.Message)
+		_, err := os.Stat(filepath.Join(dir, ".git/hooks/post-commit"))
+		assert.Check(t, os.IsNotExist(err), "a hook was planted")
+		id.hostGit(t, dir, "commit", "-q", "--allow-empty", "-m", "two")
+		noMarker(t, marker, "hook in a missing hooks/")
+	})
+}
+
+// core.hooksPath naming a directory of the worktree (husky): that
+// directory is the repository's hooks, held like .git/hooks; a missing
+// one is watched.
+func TestAttackGitHooksPath(t *testing.T) {
+	forEachIdentity(t, func(t *testing.T, id identity) {
+		ws, dir, marker := id.repo(t, "")
+		husky := filepath.Join(dir, ".husky")
+		assert.NilError(t, os.Mkdir(husky, 0o755))
+		assert.NilError(t, os.WriteFile(filepath.Join(husky, "pre-commit"), []byte("#!/bin/sh\ntrue\n"), 0o755))
+		id.own(t, husky)
+		id.hostGit(t, dir, "config", "core.hooksPath", ".husky")
+		script := fmt.Sprintf(`printf '#!/bin/sh\ntouch %[1]s\n' > .husky/pre-commit; echo "write=$?"
+printf '#!/bin/sh\ntouch %[1]s\n' > .husky/post-commit; chmod +x .husky/post-commit; echo "new=$?"`, marker)
+		o := id.run(t, id.spec(ws, script))
+		assert.Check(t, is.Equal(o.Status, govern.StatusCompleted), o.Message)
+		assert.Check(t, strings.Contains(o.stdout, "write=1") && strings.Contains(o.stdout, "new=1"), o.stdout)
+		id.hostGit(t, dir, "commit", "-q", "--allow-empty", "-m", "two")
+		noMarker(t, marker, "a hook in core.hooksPath")
+	})
+}
+
+// A repository below the root, on the way to the working directory: its
+// parent cannot be renamed away and replaced either.
+func TestAttackGitParentRenamed(t *testing.T) {
+	forEachIdentity(t, func(t *testing.T, id identity) {
+		ws, dir, marker := id.repo(t, "proj")
+		script := fmt.Sprintf(`cd .. && mv proj proj2; echo "mv=$?"
+mkdir -p proj/.git && cp -a proj2/.git/. proj/.git/ 2>/dev/null
+printf '[core]\n\tfsmonitor = "touch %[1]s; false"\n' > proj/.git/config; echo "config=$?"`, marker)
+		s := id.spec(ws, script)
+		s.Cwd = dir
+		o := id.run(t, s)
+		assert.Check(t, is.Equal(o.Status, govern.StatusCompleted), o.Message)
+		assert.Check(t, strings.Contains(o.stdout, "mv=1"), "the repository's parent was renamed: %s", o.stdout)
+		id.hostGit(t, dir, "status", "--short")
+		noMarker(t, marker, "renamed parent")
+	})
+}
+
+// A protected name that does not exist (.vscode, .claude, .mcp.json):
+// creating one kills the run, and what it made is moved aside.
+func TestAttackProtectedCreated(t *testing.T) {
+	forEachIdentity(t, func(t *testing.T, id identity) {
+		ws := id.workspace(t)
+		script := `mkdir -p x/.vscode && echo '{"tasks":[{"runOptions":{"runOn":"folderOpen"}}]}' > x/.vscode/tasks.json
+mv x/.vscode .vscode; sleep 5; echo STILL-RUNNING`
+		o := id.run(t, id.spec(ws, script))
+		assert.Check(t, is.Equal(o.Status, govern.StatusKilled), "%s %s", o.Status, o.Message)
+		assert.Check(t, !strings.Contains(o.stdout, "STILL-RUNNING"), o.stdout)
+		_, err := os.Lstat(filepath.Join(ws, ".vscode"))
+		assert.Check(t, os.IsNotExist(err), ".vscode is still there")
+		moved, _ := filepath.Glob(filepath.Join(ws, ".vscode.mitrity-quarantine-*"))
+		assert.Check(t, is.Len(moved, 1))
+		assert.Check(t, slices.Contains(o.ProtectedCreated, filepath.Join(ws, ".vscode")), "%v", o.ProtectedCreated)
+		// A new repository where there was none is git init's to make:
+		// reported, not stopped.
+		o = id.run(t, id.spec(ws, "git init -q . && echo INIT-OK"))
+		assert.Check(t, is.Equal(o.Status, govern.StatusCompleted), o.Message)
+		assert.Check(t, strings.Contains(o.stdout, "INIT-OK"), o.stdout)
+		assert.Check(t, slices.Contains(o.ProtectedCreated, filepath.Join(ws, ".git/config")), "%v", o.ProtectedCreated)
+	})
+}
+
