@@ -367,3 +367,27 @@ func TestServeNetnsAllowedPath(t *testing.T) {
 	assert.Check(t, is.Contains(p.stderr.String(), "host_interface"))
 	assert.Check(t, is.Contains(p.stderr.String(), "denied_cidr"))
 }
+
+// A process in namespaces of its own (as every sandboxed command is) that
+// reached the socket, as the same uid, gets no answer: the proxy serves
+// only the bridge, which runs outside every sandbox. The control is a
+// host process, which gets the proxy's refusal of the same request.
+func TestServeRefusesNamespacedPeer(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("unshare (util-linux) not installed")
+	}
+	p := startProxyProc(t, `{"allow": ["*"]}`)
+	assert.Equal(t, p.line(t), "ready")
+	resp, _ := request(t, p.socket, connectReq("localhost:443"))
+	assert.Equal(t, resp.StatusCode, http.StatusForbidden, "control: a host process gets the proxy's answer")
+	script := `socket(my $s, AF_UNIX, SOCK_STREAM, 0) or die "socket: $!"; connect($s, pack_sockaddr_un($ARGV[0])) or die "connect: $!";
+syswrite($s, "CONNECT localhost:443 HTTP/1.1\r\nHost: localhost:443\r\n\r\n"); my $n = sysread($s, my $buf, 4096); print defined $n && $n > 0 ? "ANSWERED: $buf" : "NO-ANSWER\n";`
+	out, err := exec.Command("unshare", "--user", "--map-current-user", "--pid", "--fork", "--", "perl", "-MSocket", "-e", script, p.socket).CombinedOutput()
+	assert.NilError(t, err, string(out))
+	assert.Check(t, is.Equal(string(out), "NO-ANSWER\n"))
+	assert.NilError(t, p.stdin.Close())
+	r := p.report(t)
+	assert.Check(t, is.Equal(r.Denied, 1), "only the host's request was decided")
+	assert.Check(t, is.Contains(p.stderr.String(), "only the sandbox's bridge may connect"))
+}

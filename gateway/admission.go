@@ -16,6 +16,7 @@ import (
 	"github.com/mitrity/mitrity/govern"
 	"github.com/mitrity/mitrity/govern/config"
 	"github.com/mitrity/mitrity/govern/service"
+	"github.com/mitrity/mitrity/govern/sandbox"
 	"github.com/mitrity/mitrity/govern/unixsock"
 )
 
@@ -101,6 +102,10 @@ func listenAdmission(cfg *config.Config, svc *service.Service, logger zerolog.Lo
 		// credential directories, so it stays traversable.
 		_ = os.MkdirAll(govern.RuntimeDir(0, os.Getenv), 0o711)
 	}
+	// The hook and its relay may run in an agent framework's own sandbox
+	// (Claude Code's runs the relay): only ours are refused, whose
+	// commands share the gateway's uid.
+	opts.Accept = sandbox.NotInSandbox
 	b := admissionBackend{svc: svc, inflight: &sync.WaitGroup{}}
 	srv, err := unixsock.Listen(cfg.Admission.Socket, admission.Handler(b, unixsock.PeerUID, version), opts)
 	if err != nil {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,11 +11,13 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/mitrity/mitrity/govern"
+	"github.com/mitrity/mitrity/govern/sandbox"
 )
 
 // The repository metadata a host git executes from, attacked from inside
@@ -205,3 +209,104 @@ mv x/.vscode .vscode; sleep 5; echo STILL-RUNNING`
 	})
 }
 
+
+// A concurrent run renames a new file over a script another run pinned
+// (Linux detaches a bind mount whose mount point is renamed over from
+// another mount namespace): both orders. The pinned run runs the judged
+// bytes, and the rename is refused while it runs.
+func TestAttackPinDetached(t *testing.T) {
+	forEachIdentity(t, func(t *testing.T, id identity) {
+		for _, pinnedFirst := range []bool{false, true} {
+			ws := id.workspace(t)
+			marker := filepath.Join(filepath.Dir(ws), "marks", "PWNED")
+			assert.NilError(t, os.MkdirAll(filepath.Dir(marker), 0o755))
+			id.own(t, filepath.Dir(marker))
+			judged := []byte("echo JUDGED\n")
+			assert.NilError(t, os.WriteFile(filepath.Join(ws, "x.sh"), judged, 0o644))
+			assert.NilError(t, os.WriteFile(filepath.Join(ws, "evil"), []byte("echo EVIL; touch "+marker+"\n"), 0o644))
+			id.own(t, ws)
+			swap := id.spec(ws, `sleep 1.5; mv -f evil x.sh; echo "mv=$?"; mv -f x.sh y.sh; echo "mv2=$?"; rm -f x.sh; echo "rm=$?"`)
+			pinned := id.spec(ws, `sleep 3; bash x.sh`)
+			sum := sha256.Sum256(judged)
+			x := filepath.Join(ws, "x.sh")
+			pinned.Pins = []sandbox.Pin{{Path: x, RealPath: x, SHA256: hex.EncodeToString(sum[:]), Bytes: judged}}
+			first, second := swap, pinned
+			if pinnedFirst {
+				first, second = pinned, swap
+			}
+			outs := make(chan outcome, 1)
+			go func() { outs <- id.run(t, first) }()
+			time.Sleep(500 * time.Millisecond) // the first is running
+			o2 := id.run(t, second)
+			o1 := <-outs
+			swapped, ran := o1, o2
+			if pinnedFirst {
+				swapped, ran = o2, o1
+			}
+			assert.Check(t, is.Equal(ran.Status, govern.StatusCompleted), "%s (pinned first: %v)", ran.Message, pinnedFirst)
+			assert.Check(t, is.Equal(ran.stdout, "JUDGED\n"), "the pinned run ran other bytes (pinned first: %v)", pinnedFirst)
+			assert.Check(t, strings.Contains(swapped.stdout, "mv=1") && strings.Contains(swapped.stdout, "mv2=1") && strings.Contains(swapped.stdout, "rm=1"),
+				"the pinned path could be replaced while pinned (pinned first: %v): %s", pinnedFirst, swapped.stdout)
+			assert.Check(t, is.Equal(fileSum(t, x), string(judged)))
+			noMarker(t, marker, "swapped pin")
+		}
+	})
+}
+
+// The working directory is checked on a path, and bubblewrap changes into
+// it later: a symlink swapped in between (here, all the time) must never
+// start a command outside the roots. Each run either runs in the workspace
+// or is refused cwd_outside_workspace.
+func TestAttackCwdSwap(t *testing.T) {
+	forEachIdentity(t, func(t *testing.T, id identity) {
+		ws := id.workspace(t)
+		inside := filepath.Join(ws, "d")
+		assert.NilError(t, os.Mkdir(inside, 0o755))
+		id.own(t, ws)
+		link := filepath.Join(ws, "link")
+		assert.NilError(t, os.Symlink(inside, link))
+		stop := make(chan struct{})
+		swapped := make(chan int)
+		go func() {
+			n := 0
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					swapped <- n
+					return
+				default:
+				}
+				target := inside
+				if i%2 == 1 {
+					target = "/etc"
+				}
+				tmp := link + ".tmp"
+				os.Remove(tmp)
+				if os.Symlink(target, tmp) == nil && os.Rename(tmp, link) == nil {
+					n++
+				}
+			}
+		}()
+		outside, inWS, refused := 0, 0, 0
+		for i := 0; i < 60; i++ {
+			s := id.spec(ws, `pwd -P`)
+			s.Cwd = link
+			o := id.run(t, s)
+			switch {
+			case o.Status == govern.StatusNeverRan && o.Reason == govern.ReasonCwdOutsideWorkspace:
+				refused++
+			case o.Status == govern.StatusCompleted && strings.TrimSpace(o.stdout) == inside:
+				inWS++
+			case o.Status == govern.StatusCompleted:
+				outside++
+				t.Errorf("the command ran in %q", strings.TrimSpace(o.stdout))
+			default:
+				t.Errorf("%s %s: %s", o.Status, o.Reason, o.Message)
+			}
+		}
+		close(stop)
+		n := <-swapped
+		t.Logf("%d swaps: %d runs in the workspace, %d refused, %d outside", n, inWS, refused, outside)
+		assert.Check(t, inWS > 0 && refused > 0, "the swap did not race both ways: the test proves nothing")
+	})
+}

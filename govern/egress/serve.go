@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mitrity/mitrity/govern/peer"
 	"io"
 	"net"
 
@@ -62,7 +63,10 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		}
 	}
 	served := make(chan error, 1)
-	go func() { served <- proxy.Serve(ln) }()
+	refused := func(p peer.Peer, err error) {
+		o.Logger.Warn().Int("uid", p.UID).Int("pid", p.PID).Err(err).Msg("egress proxy: connection refused: only the sandbox's bridge may connect")
+	}
+	go func() { served <- proxy.Serve(hostPeers{Listener: ln, refused: refused}) }()
 	if _, err := io.WriteString(o.Stdout, "ready\n"); err != nil {
 		_ = proxy.Close()
 		return fmt.Errorf("writing ready: %w", err)

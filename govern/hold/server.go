@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mitrity/mitrity/govern"
+	"github.com/mitrity/mitrity/govern/sandbox"
 	"github.com/mitrity/mitrity/govern/unixsock"
 )
 
@@ -33,7 +34,9 @@ func Listen(path string, q *Queue) (*Server, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/holds", s.list)
 	mux.HandleFunc("POST /v1/holds/{id}/{verdict}", s.answer)
-	sock, err := unixsock.Listen(path, mux, unixsock.Options{})
+	// Approving a held call is the operator's: a process inside a sandbox
+	// (the same uid as the gateway) is refused, whatever reached it.
+	sock, err := unixsock.Listen(path, mux, unixsock.Options{Accept: sandbox.OnlyHost})
 	if err != nil {
 		return nil, fmt.Errorf("admin %w", err)
 	}

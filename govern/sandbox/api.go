@@ -12,9 +12,14 @@ type Stdio struct {
 type Option func(*options)
 
 type options struct {
-	helper string
-	init   string
+	helper  string
+	init    string
+	liveDir string
 }
+
+// WithLiveDir names the live register's directory (default: LiveDir of
+// the caller's euid). Tests give each its own.
+func WithLiveDir(dir string) Option { return func(o *options) { o.liveDir = dir } }
 
 // WithHelper names mitrity-sandboxrun: the binary whose "probe-seccomp" the
 // probe runs, and whose "init" subcommand runs inside the sandbox when

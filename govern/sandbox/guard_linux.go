@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -178,4 +179,38 @@ func (g *guard) close() []quarantined {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.hits
+}
+
+// reportProtected fills in what the run did to protected paths: those it
+// created (quarantined, or reported), and those whose content changed.
+// The comparison is made as the sandbox's user, as the plan was.
+func (e *execution) reportProtected(res *Result, hits []quarantined) {
+	var created, changed []string
+	e.asSandboxUser(func() {
+		created = e.prot.created()
+		changed = e.prot.changed()
+	})
+	for _, q := range hits {
+		created = appendNew(created, q.Path)
+	}
+	res.ProtectedCreated = created
+	res.ProtectedModified = changed
+}
+
+// protectedKillMessage says what the run created, where it went, and why
+// it was stopped.
+func protectedKillMessage(hits []quarantined) string {
+	var parts []string
+	for _, q := range hits {
+		switch {
+		case q.Err != nil:
+			parts = append(parts, fmt.Sprintf("%s (could not be moved aside: %v; remove it before running git or opening the project)", q.Path, q.Err))
+		case q.MovedTo != "":
+			parts = append(parts, fmt.Sprintf("%s (moved to %s)", q.Path, q.MovedTo))
+		default:
+			parts = append(parts, q.Path)
+		}
+	}
+	return "killed: the command created " + strings.Join(parts, ", ") +
+		", a path a program on the host reads its configuration or commands from; no run may create one. Ask the operator to create it if it is needed"
 }

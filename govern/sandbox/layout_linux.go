@@ -126,13 +126,19 @@ func (e *execution) layout() (Layout, error) {
 		abs := append(slices.Clone(s.ReadOnlyPaths), narrow.readOnly...)
 		abs = append(abs, narrow.absent...)
 		e.prot = planProtection(protectedSet{roots: writable, relative: append(slices.Clone(ProtectedNames), s.ProtectedExtra...), absolute: abs, cwd: s.Cwd})
+		seen := map[string]bool{}
 		for _, pin := range s.Pins {
 			// A pin's directories are anchored too: a parent renamed away
 			// and replaced would take the pinned path with it.
 			for _, t := range []string{pin.Path, pin.RealPath} {
-				e.prot.anchor(writable, filepath.Dir(t), map[string]bool{})
+				e.prot.anchor(writable, filepath.Dir(t), seen)
 			}
 		}
+		// What other live runs pinned cannot be renamed or unlinked here.
+		for _, h := range e.othersHeld {
+			e.prot.anchor(writable, h, seen)
+		}
+		slices.SortStableFunc(e.prot.anchors, func(a, b string) int { return depth(a) - depth(b) })
 		l.Protected, l.Anchors = e.prot.readOnly, e.prot.anchors
 		for _, p := range s.Pins {
 			for _, t := range []string{p.Path, p.RealPath} {

@@ -226,7 +226,11 @@ func ResolveMasks(candidates, roots []string) []Mask {
 		seen[real] = true
 		out = append(out, Mask{Path: real, Dir: st.IsDir()})
 	}
-	return out
+	// A path inside a masked directory is hidden with it: a mask of its
+	// own would have to be mounted inside the read-only cover.
+	return slices.DeleteFunc(out, func(m Mask) bool {
+		return slices.ContainsFunc(out, func(o Mask) bool { return o.Dir && o.Path != m.Path && within(o.Path, m.Path) })
+	})
 }
 
 func hiddenInSandbox(p string, roots []string) bool {

@@ -108,3 +108,15 @@ func TestResolveMasks(t *testing.T) {
 func sortMasks(m []Mask) {
 	slices.SortFunc(m, func(a, b Mask) int { return strings.Compare(a.Path, b.Path) })
 }
+
+// A deny path inside another masked directory is hidden by that mask:
+// mounting one of its own inside the read-only cover would fail the run.
+func TestResolveMasksNested(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	outer := filepath.Join(base, "rt")
+	inner := filepath.Join(outer, "admin")
+	assert.NilError(t, os.MkdirAll(inner, 0o700))
+	got := ResolveMasks([]string{inner, outer}, []string{base}) // a root holds them: not hidden anyway
+	assert.Check(t, is.DeepEqual(got, []Mask{{Path: outer, Dir: true}}))
+}

@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -212,38 +211,4 @@ func appendNew(list []string, s string) []string {
 		return list
 	}
 	return append(list, s)
-}
-
-// reportProtected fills in what the run did to protected paths: those it
-// created (quarantined, or reported), and those whose content changed.
-// The comparison is made as the sandbox's user, as the plan was.
-func (e *execution) reportProtected(res *Result, hits []quarantined) {
-	var created, changed []string
-	e.asSandboxUser(func() {
-		created = e.prot.created()
-		changed = e.prot.changed()
-	})
-	for _, q := range hits {
-		created = appendNew(created, q.Path)
-	}
-	res.ProtectedCreated = created
-	res.ProtectedModified = changed
-}
-
-// protectedKillMessage says what the run created, where it went, and why
-// it was stopped.
-func protectedKillMessage(hits []quarantined) string {
-	var parts []string
-	for _, q := range hits {
-		switch {
-		case q.Err != nil:
-			parts = append(parts, fmt.Sprintf("%s (could not be moved aside: %v; remove it before running git or opening the project)", q.Path, q.Err))
-		case q.MovedTo != "":
-			parts = append(parts, fmt.Sprintf("%s (moved to %s)", q.Path, q.MovedTo))
-		default:
-			parts = append(parts, q.Path)
-		}
-	}
-	return "killed: the command created " + strings.Join(parts, ", ") +
-		", a path a program on the host reads its configuration or commands from; no run may create one. Ask the operator to create it if it is needed"
 }

@@ -45,6 +45,9 @@ type execution struct {
 	cg       *execCgroup
 	cgReason string
 	prot     protection // what the run must not change, rename away or create
+	live     *live      // this run in the live register
+	// othersHeld are what other live runs pinned: held here too.
+	othersHeld []string
 
 	extra      []*os.File // bwrap's descriptors from 3 on
 	childOnly  []*os.File // closed here once bwrap has them
@@ -92,6 +95,10 @@ func (e *execution) run(ctx context.Context) Result {
 	if err := e.identity(); err != nil {
 		return notStarted(govern.StatusFailedToStart, govern.ReasonSpawnError, "%v", err)
 	}
+	if err := e.register(); err != nil {
+		return notStarted(govern.StatusFailedToStart, govern.ReasonSpawnError, "%v", err)
+	}
+	defer e.live.done()
 	if s.Limits.MemoryBytes > 0 || s.Limits.Pids > 0 {
 		plan := planCgroup(s.Limits.MemoryBytes > 0, s.Limits.Pids > 0)
 		if plan.reason != "" {
@@ -247,5 +254,53 @@ func (e *execution) identity() error {
 		return nil
 	}
 	e.uid = euid
+	return nil
+}
+
+// register enters the run in the live register and keeps every other live
+// run from replacing what this one pins: those paths are bound over
+// themselves inside each of them that can write them, before this run's
+// command starts (see live_linux.go). What they pinned is held here
+// (othersHeld). Whatever cannot be done fails the run: a pin another run
+// could swap out is no pin.
+func (e *execution) register() error {
+	var roots []string
+	for _, r := range e.spec.WorkspaceRoots {
+		if real, err := filepath.EvalSymlinks(r); err == nil {
+			roots = append(roots, real)
+		}
+	}
+	held := heldPaths(e.spec.Pins, roots)
+	dir := e.opts.liveDir
+	if dir == "" {
+		dir = LiveDir(os.Geteuid())
+	}
+	l, others, err := registerLive(dir, roots, held)
+	if err != nil {
+		return err
+	}
+	e.live = l
+	for _, o := range others {
+		for _, h := range o.Held {
+			if rootOf(roots, h) != "" && !slices.Contains(e.othersHeld, h) {
+				e.othersHeld = append(e.othersHeld, h)
+			}
+		}
+		paths := heldWithin(held, o.Roots)
+		if len(paths) == 0 {
+			continue
+		}
+		if o.Pid == 0 {
+			var ok bool
+			if o, ok, err = waitStarted(dir, o.ID, liveLockTimeout); err != nil {
+				return fmt.Errorf("pinned scripts: %w", err)
+			} else if !ok {
+				continue // it ended
+			}
+		}
+		if err := holdIn(o, paths); err != nil {
+			return fmt.Errorf("pinned scripts: a run going on could replace them, and holding them there failed: %w", err)
+		}
+	}
 	return nil
 }

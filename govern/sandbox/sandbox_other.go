@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mitrity/mitrity/govern"
+	"github.com/mitrity/mitrity/govern/peer"
 )
 
 // Run refuses: there is no kernel sandbox backend here.
@@ -32,3 +33,12 @@ func DieWithParent() error { return ErrUnsupported }
 func ProbeCached(ctx context.Context, _ string, _ time.Duration, opts ...Option) ProbeReport {
 	return Probe(ctx, opts...)
 }
+
+// NotInSandbox cannot tell here: it refuses.
+func NotInSandbox(peer.Peer) error { return ErrSandboxPeer }
+
+// OnlyHost cannot tell here: it refuses.
+func OnlyHost(peer.Peer) error { return ErrNotHost }
+
+// InLiveSandbox cannot tell here: true, so that a socket refuses.
+func InLiveSandbox(int, uint64) bool { return true }

@@ -191,6 +191,15 @@ func (e *execution) start(ctx context.Context, l Layout) (Result, bool) {
 		sb.kill()
 		cmd.Process.Kill()
 	})
+	// In the live register before its command can start (init waits for
+	// its config): a socket refuses its processes from then on, and a run
+	// starting later holds what it pinned.
+	var liveErr error
+	if sb.pid > 0 {
+		if liveErr = e.live.started(sb.pid); liveErr != nil {
+			sb.kill()
+		}
+	}
 	if blkW != nil {
 		if sb.pid <= 0 {
 			e.cg.destroy()
@@ -206,6 +215,7 @@ func (e *execution) start(ctx context.Context, l Layout) (Result, bool) {
 	limits, rl := e.limitPlan(l)
 	go func() {
 		json.NewEncoder(cfgW).Encode(initproc.Config{
+			Roots:   append(slices.Clone(l.WorkspaceRoots), l.ReadOnlyRoots...),
 			Argv:    s.Argv,
 			Env:     e.env(),
 			Rlimits: rl,
@@ -243,7 +253,13 @@ func (e *execution) start(ctx context.Context, l Layout) (Result, bool) {
 	if len(s.Pins) > 0 {
 		res.PinMethod = "bind"
 	}
+	if liveErr != nil {
+		return notStarted(govern.StatusFailedToStart, govern.ReasonSpawnError, "live register: %v", liveErr), false
+	}
 	e.reportProtected(&res, hits)
+	if st.cwdOutside {
+		return notStarted(govern.StatusNeverRan, govern.ReasonCwdOutsideWorkspace, "%s", st.err), false
+	}
 	if (!st.exec || st.execErr != "") && len(hits) == 0 {
 		res.Status, res.Reason = govern.StatusFailedToStart, govern.ReasonSpawnError
 		res.Message = firstNonEmpty(st.execErr, st.err, bwrapErr, fmt.Sprintf("the sandbox did not start (%v)", waitErr))
@@ -458,11 +474,12 @@ func readStatuses(r io.Reader) []initproc.Status {
 
 // statusSummary is what init reported.
 type statusSummary struct {
-	exec      bool
-	execErr   string // an error after the exec line: execve failed
-	err       string // an error before it
-	seccomp   string
-	notJoined map[string]string // cgroup controllers init could not enter
+	exec       bool
+	execErr    string // an error after the exec line: execve failed
+	err        string // an error before it
+	seccomp    string
+	notJoined  map[string]string // cgroup controllers init could not enter
+	cwdOutside bool              // init found the working directory outside every root
 }
 
 func summarize(ss []initproc.Status) statusSummary {
@@ -474,7 +491,7 @@ func summarize(ss []initproc.Status) statusSummary {
 		case s.Error != "" && out.exec:
 			out.execErr = s.Error
 		case s.Error != "":
-			out.err = s.Error
+			out.err, out.cwdOutside = s.Error, s.CwdOutside
 		}
 	}
 	return out

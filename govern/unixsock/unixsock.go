@@ -15,10 +15,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"syscall"
+
+	"time"
 
 	"golang.org/x/sys/unix"
-	"time"
+
+	"github.com/mitrity/mitrity/govern/peer"
 )
 
 // Options say who may connect.
@@ -30,6 +32,11 @@ type Options struct {
 	// handed to, so that user can reach a socket created by root. Only a
 	// root server can set it.
 	Owner *Owner
+	// Accept, when set, decides on each connection's peer after its uid
+	// passed: a sandboxed command runs as the gateway's own uid, and only
+	// its namespaces tell it apart. An error refuses the request (403,
+	// with the error's text).
+	Accept func(peer.Peer) error
 }
 
 // Owner is a uid and gid.
@@ -112,16 +119,22 @@ func Listen(path string, h http.Handler, o Options) (*Server, error) {
 	s := &Server{ln: ln, path: path}
 	s.srv = &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			uid, _ := PeerUID(r.Context())
-			if !slices.Contains(allowed, uid) {
+			p, _ := r.Context().Value(peerKey{}).(peer.Peer)
+			if !slices.Contains(allowed, p.UID) || p.UID < 0 {
 				http.Error(w, "forbidden: this socket serves other users", http.StatusForbidden)
 				return
+			}
+			if o.Accept != nil {
+				if err := o.Accept(p); err != nil {
+					http.Error(w, err.Error(), http.StatusForbidden)
+					return
+				}
 			}
 			h.ServeHTTP(w, r)
 		}),
 		ReadHeaderTimeout: 5 * time.Second,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			return context.WithValue(ctx, peerKey{}, peerUID(c))
+			return context.WithValue(ctx, peerKey{}, peerOf(c))
 		},
 	}
 	go s.srv.Serve(ln)
@@ -193,28 +206,30 @@ type peerKey struct{}
 // PeerUID is the uid of the process at the other end of the request's
 // connection; ok is false when it could not be read.
 func PeerUID(ctx context.Context) (uid int, ok bool) {
-	uid, ok = ctx.Value(peerKey{}).(int)
-	return uid, ok && uid >= 0
+	p, ok := ctx.Value(peerKey{}).(peer.Peer)
+	return p.UID, ok && p.UID >= 0
 }
 
-// peerUID returns the connecting process's uid, or -1 when unknown.
-func peerUID(c net.Conn) int {
+// peerOf reads the connecting process (uid -1 when unknown).
+func peerOf(c net.Conn) peer.Peer {
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
-		return -1
+		return peer.Peer{UID: -1}
 	}
 	raw, err := uc.SyscallConn()
 	if err != nil {
-		return -1
+		return peer.Peer{UID: -1}
 	}
-	uid := -1
+	p := peer.Peer{UID: -1}
 	raw.Control(func(fd uintptr) {
-		cred, err := syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
-		if err == nil {
-			uid = int(cred.Uid)
+		var err error
+		if p, err = peer.Of(int(fd)); err != nil && p.UID >= 0 {
+			// The uid is known but not the namespaces: an Accept that
+			// needs them refuses (zero namespaces match nothing).
+			p.PidNS, p.UserNS = 0, 0
 		}
 	})
-	return uid
+	return p
 }
 
 // Client is an HTTP client whose every request goes to the socket at

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
+	"github.com/mitrity/mitrity/govern/peer"
 	"github.com/mitrity/mitrity/govern/unixsock"
 )
 
@@ -465,4 +467,33 @@ func TestClientIgnoresHost(t *testing.T) {
 		resp.Body.Close()
 		assert.Equal(t, resp.StatusCode, 200, u)
 	}
+}
+
+// Accept decides on the peer after its uid passed: a process in
+// namespaces of its own, of the same uid, is refused with Accept's text;
+// one in the server's namespaces gets through.
+func TestAcceptPeer(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("unshare (util-linux) not installed")
+	}
+	sock := filepath.Join(base(t), "d", "s.sock")
+	listen(t, sock, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "served") }), unixsock.Options{
+		Accept: func(p peer.Peer) error {
+			if same, err := peer.SameNamespaces(p); err != nil || !same {
+				return errors.New("forbidden: not from the host")
+			}
+			return nil
+		},
+	})
+	code, body := get(t, sock)
+	assert.Check(t, is.Equal(code, 200))
+	assert.Check(t, is.Equal(body, "served"))
+	script := `socket(my $s, AF_UNIX, SOCK_STREAM, 0) or die; connect($s, pack_sockaddr_un($ARGV[0])) or die "connect: $!";
+syswrite($s, "GET / HTTP/1.0\r\nHost: x\r\n\r\n"); local $/; print <$s>;`
+	out, err := exec.Command("unshare", "--user", "--map-current-user", "--pid", "--fork", "--", "perl", "-MSocket", "-e", script, sock).CombinedOutput()
+	assert.NilError(t, err, string(out))
+	assert.Check(t, is.Contains(string(out), "403 Forbidden"))
+	assert.Check(t, is.Contains(string(out), "not from the host"))
+	assert.Check(t, !strings.Contains(string(out), "served"))
 }

@@ -48,6 +48,15 @@ func Main() error {
 	if len(cfg.Argv) == 0 {
 		return fail(errors.New("sandbox init: no command"))
 	}
+	if len(cfg.Roots) > 0 {
+		// The directory itself, wherever the path led bubblewrap: getcwd
+		// names the inode it is in, as this sandbox sees it.
+		cwd, err := unix.Getwd()
+		if err != nil || !insideAny(cfg.Roots, cwd) {
+			report(Status{Error: fmt.Sprintf("the working directory %s is outside every workspace root (it changed after it was checked)", cwd), CwdOutside: true})
+			return fmt.Errorf("working directory %s outside the workspace roots", cwd)
+		}
+	}
 	env := cfg.Env
 	if cfg.Bridge {
 		port, err := handOutListener(FDBridge)
@@ -224,4 +233,16 @@ func handOutListener(fd int) (int, error) {
 		return 0, fmt.Errorf("handing the listener out: %w", err)
 	}
 	return in4.Port, nil
+}
+
+// insideAny reports whether p is one of roots or below one, lexically
+// (both are real paths: getcwd's has no symlink, and the supervisor
+// resolved the roots).
+func insideAny(roots []string, p string) bool {
+	for _, r := range roots {
+		if p == r || strings.HasPrefix(p, strings.TrimSuffix(r, "/")+"/") {
+			return true
+		}
+	}
+	return false
 }

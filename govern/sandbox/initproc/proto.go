@@ -22,6 +22,11 @@ type Config struct {
 	Bridge bool `json:"bridge"`
 	// Join are the cgroups (v1) init enters before it becomes the command.
 	Join []Join `json:"join,omitempty"`
+	// Roots are the workspace roots: the working directory bubblewrap
+	// changed into must be inside one, checked on the directory itself
+	// (the supervisor checked a path, which a symlink swapped since could
+	// lead elsewhere).
+	Roots []string `json:"roots,omitempty"`
 }
 
 // Join is one cgroup v1 controller's per-execution cgroup.
@@ -52,6 +57,9 @@ type Status struct {
 	// NotJoined names each controller of Config.Join init could not
 	// enter, with the error (the exec line carries it).
 	NotJoined map[string]string `json:"not_joined,omitempty"`
+	// CwdOutside is set, with Error, when the working directory is outside
+	// every root: nothing ran.
+	CwdOutside bool `json:"cwd_outside,omitempty"`
 }
 
 // ErrUnsupported is Main's answer where there is no sandbox (not Linux).
