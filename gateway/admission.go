@@ -15,8 +15,8 @@ import (
 	"github.com/mitrity/mitrity/admission"
 	"github.com/mitrity/mitrity/govern"
 	"github.com/mitrity/mitrity/govern/config"
-	"github.com/mitrity/mitrity/govern/service"
 	"github.com/mitrity/mitrity/govern/sandbox"
+	"github.com/mitrity/mitrity/govern/service"
 	"github.com/mitrity/mitrity/govern/unixsock"
 )
 

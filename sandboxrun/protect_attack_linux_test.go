@@ -209,7 +209,6 @@ mv x/.vscode .vscode; sleep 5; echo STILL-RUNNING`
 	})
 }
 
-
 // A concurrent run renames a new file over a script another run pinned
 // (Linux detaches a bind mount whose mount point is renamed over from
 // another mount namespace): both orders. The pinned run runs the judged

@@ -191,7 +191,7 @@ func (p Placement) problem(f File, roots []string) string {
 				f.Path, shown(s.path, f.Path), userName(uid), what, userName(p.Euid))
 		}
 		sticky := mode.IsDir() && mode&fs.ModeSticky != 0
-		next := i + 1 < len(steps)
+		next := i+1 < len(steps)
 		switch {
 		case mode.Perm()&0o002 != 0 && !(sticky && next):
 			return fmt.Sprintf("%q: %s is writable by every user (mode %04o), so a command could replace %s. chmod o-w", f.Path, shown(s.path, f.Path), mode.Perm(), what)

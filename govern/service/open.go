@@ -2,10 +2,10 @@ package service
 
 import (
 	"fmt"
-	"slices"
 	"os"
 	"os/user"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
