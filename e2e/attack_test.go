@@ -868,7 +868,11 @@ func (e *attackEnv) throughProxy(t *testing.T) {
 	}
 	// Each attempt is one request to the proxy: -m bounds each, and curl
 	// makes no second attempt.
-	script := `for u in ` + strings.Join(urls, " ") + `; do curl -sg -m 5 -o /dev/null -w "%{http_code} $u\n" "$u"; curl -sg -m 5 "$u" | grep HOST-REACHED; done
+	// Loopback goes around the proxy inside the sandbox (to the run's own
+	// loopback, where nothing of the host's is); the attacker sends it
+	// through the proxy instead, to try the proxy's refusal.
+	script := `export NO_PROXY= no_proxy=
+for u in ` + strings.Join(urls, " ") + `; do curl -sg -m 5 -o /dev/null -w "%{http_code} $u\n" "$u"; curl -sg -m 5 "$u" | grep HOST-REACHED; done
 p=${HTTP_PROXY##*:}
 while IFS= read -r req; do
   exec 3<>/dev/tcp/127.0.0.1/$p || continue

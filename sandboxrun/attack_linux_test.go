@@ -388,10 +388,32 @@ unset HTTP_PROXY http_proxy HTTPS_PROXY https_proxy ALL_PROXY all_proxy; curl -s
 		assert.Check(t, is.Contains(o.stdout, "via-proxy GET http://example.com/path HTTP/1.1"), o.stdout)
 		assert.Check(t, is.Equal(n.Load(), int32(1)), "one request reached the proxy")
 		assert.Check(t, !strings.Contains(o.stdout, "evil.example"), "the plan's proxy variables are replaced")
-		assert.Check(t, is.Contains(o.stdout, "NO_PROXY=\n"))
+		assert.Check(t, is.Contains(o.stdout, "NO_PROXY=localhost,127.0.0.1,::1\n"), "only the sandbox's own loopback goes around the proxy")
 		assert.Check(t, is.Contains(o.stdout, "HTTPS_PROXY=http://127.0.0.1:"))
 		assert.Check(t, !strings.Contains(o.stdout, "noproxy=0"), o.stdout)
 		assert.Check(t, !strings.Contains(o.stdout, "unset=0"), o.stdout)
+	})
+}
+
+// A server of the run's own on the sandbox's loopback (a test suite's) is
+// reached directly by clients that follow NO_PROXY: the proxy never sees
+// it, and nothing of the host's is on that loopback.
+func TestOwnLoopbackAroundProxy(t *testing.T) {
+	forEachIdentity(t, func(t *testing.T, id identity) {
+		sock, n := fakeProxy(t, scratch(t))
+		ws := id.workspace(t)
+		script := `python3 -m http.server 18765 --bind 127.0.0.1 >/dev/null 2>&1 &
+for i in $(seq 50); do curl -s -o /dev/null http://127.0.0.1:18765/ && break; sleep 0.1; done
+curl -s -o /dev/null -w 'curl=%{http_code}\n' http://localhost:18765/
+python3 -c 'import urllib.request; print("python=%d" % urllib.request.urlopen("http://localhost:18765/").status)'
+kill %1`
+		s := id.spec(ws, script)
+		s.ProxySocket = sock
+		o := id.run(t, s)
+		assert.Check(t, is.Equal(o.Status, govern.StatusCompleted), o.Message+o.stderr)
+		assert.Check(t, is.Contains(o.stdout, "curl=200"), o.stdout+o.stderr)
+		assert.Check(t, is.Contains(o.stdout, "python=200"), o.stdout+o.stderr)
+		assert.Check(t, is.Equal(n.Load(), int32(0)), "loopback went to the proxy")
 	})
 }
 

@@ -21,4 +21,4 @@ func serveHostBridge(socket string) (port int, stop func(), err error) {
 
 // proxyEnv points the proxy variables at the bridge and empties NO_PROXY,
 // exactly as the sandbox's init does.
-func proxyEnv(env []string, port int) []string { return initproc.WithProxy(env, port) }
+func proxyEnv(env []string, port int) []string { return initproc.WithProxy(env, port, false) }

@@ -63,7 +63,7 @@ func Main() error {
 		if err != nil {
 			return fail(fmt.Errorf("sandbox init: egress bridge: %w", err))
 		}
-		env = WithProxy(env, port)
+		env = WithProxy(env, port, true)
 	}
 
 	notJoined := join(cfg.Join)
@@ -184,7 +184,12 @@ func closeOnExecAbove(n int) {
 // loopback, so that curl, git, Go, Python, Node and Java programs find the
 // proxy; whatever env said about them is replaced (JAVA_TOOL_OPTIONS: kept,
 // with ours after it).
-func WithProxy(env []string, port int) []string {
+//
+// ownLoopback says the command has a network namespace of its own (the
+// sandbox): its loopback then goes around the proxy, since nothing there
+// leads anywhere but to the run itself. In mode none it is the host's,
+// and goes through the proxy like everything else.
+func WithProxy(env []string, port int, ownLoopback bool) []string {
 	had := make(map[string]string, len(proxyTable))
 	out := make([]string, 0, len(env)+len(proxyTable))
 	for _, kv := range env {
@@ -196,7 +201,7 @@ func WithProxy(env []string, port int) []string {
 		}
 	}
 	for _, v := range proxyTable {
-		out = append(out, v.name+"="+v.expand(port, had[v.name]))
+		out = append(out, v.name+"="+v.expand(port, had[v.name], ownLoopback))
 	}
 	return out
 }

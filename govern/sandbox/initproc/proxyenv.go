@@ -14,7 +14,9 @@ const bridgeHost = "127.0.0.1"
 // destination, and inside the sandbox there is no other way out.
 type proxyVar struct {
 	name string
-	// value is the template: {url} is http://127.0.0.1:PORT, {port} is PORT.
+	// value is the template: {url} is http://127.0.0.1:PORT, {port} is
+	// PORT, {noproxy} the loopback names inside the sandbox (empty in mode
+	// none), {javanoproxy} the same in the JVM's syntax.
 	value string
 	// keep: a value the command's environment already has stays, and ours
 	// follows it after a space. Otherwise ours replaces it.
@@ -45,10 +47,11 @@ var proxyTable = []proxyVar{
 	{name: "all_proxy", value: "{url}",
 		runtime: "curl, git (libcurl)",
 		why:     "as ALL_PROXY"},
-	{name: "NO_PROXY", value: "",
+	{name: "NO_PROXY", value: "{noproxy}",
 		runtime: "every client above",
-		why:     "empty: no destination goes around the proxy, and no exclusion list from elsewhere reaches the command"},
-	{name: "no_proxy", value: "",
+		why: "only the sandbox's own loopback goes around the proxy (its network namespace has nothing else: a test suite's server is reached, nothing leaves); in mode none, where loopback is the host's, nothing does; " +
+			"no exclusion list from elsewhere reaches the command"},
+	{name: "no_proxy", value: "{noproxy}",
 		runtime: "every client above",
 		why:     "as NO_PROXY"},
 	{name: "NODE_USE_ENV_PROXY", value: "1",
@@ -56,18 +59,31 @@ var proxyTable = []proxyVar{
 		why:     "Node reads the proxy variables only when this is 1; an older Node reads none, whatever is set"},
 	{name: "JAVA_TOOL_OPTIONS", keep: true,
 		value: "-Dhttp.proxyHost=" + bridgeHost + " -Dhttp.proxyPort={port} -Dhttps.proxyHost=" + bridgeHost +
-			" -Dhttps.proxyPort={port} -Dhttp.nonProxyHosts=",
+			" -Dhttps.proxyPort={port} -Dhttp.nonProxyHosts={javanoproxy}",
 		runtime: "every JVM: HttpURLConnection, java.net.http.HttpClient, whatever uses the default ProxySelector",
 		why: "the JVM reads no proxy variable, only these properties, and every JVM reads this variable at start; " +
-			"http.nonProxyHosts empty as NO_PROXY is (its default exempts localhost|127.*|[::1]); " +
+			"http.nonProxyHosts as NO_PROXY (its default exempts loopback, which in mode none is the host's); " +
 			"kept after the environment's own options, and the last -D of a property wins"},
 }
 
+// Loopback names that go around the proxy inside the sandbox, whose
+// loopback is its own.
+const (
+	sandboxNoProxy     = "localhost,127.0.0.1,::1"
+	sandboxJavaNoProxy = "localhost|127.*|[::1]"
+)
+
 // expand is v's value for the bridge's port; old is the value the
 // environment had ("" for none), which v either keeps or replaces.
-func (v proxyVar) expand(port int, old string) string {
+// ownLoopback: the command runs in a network namespace of its own.
+func (v proxyVar) expand(port int, old string, ownLoopback bool) string {
 	p := strconv.Itoa(port)
-	val := strings.NewReplacer("{url}", "http://"+bridgeHost+":"+p, "{port}", p).Replace(v.value)
+	noProxy, javaNoProxy := "", ""
+	if ownLoopback {
+		noProxy, javaNoProxy = sandboxNoProxy, sandboxJavaNoProxy
+	}
+	val := strings.NewReplacer("{url}", "http://"+bridgeHost+":"+p, "{port}", p,
+		"{noproxy}", noProxy, "{javanoproxy}", javaNoProxy).Replace(v.value)
 	if v.keep && old != "" {
 		return old + " " + val
 	}

@@ -5,6 +5,8 @@ package initproc
 import (
 	"bufio"
 	"bytes"
+	"fmt"
+	"slices"
 	"os"
 	"strings"
 	"testing"
@@ -14,19 +16,20 @@ import (
 )
 
 // proxyLines is what WithProxy appends for port 40123, spelled out; java
-// is JAVA_TOOL_OPTIONS' value.
-func proxyLines(java string) []string {
+// is JAVA_TOOL_OPTIONS' value (javaProxy's NONPROXY filled in), noProxy
+// NO_PROXY's.
+func proxyLines(java, noProxy string) []string {
 	url := "http://127.0.0.1:40123"
 	return []string{
 		"HTTP_PROXY=" + url, "HTTPS_PROXY=" + url, "ALL_PROXY=" + url,
 		"http_proxy=" + url, "https_proxy=" + url, "all_proxy=" + url,
-		"NO_PROXY=", "no_proxy=",
+		"NO_PROXY=" + noProxy, "no_proxy=" + noProxy,
 		"NODE_USE_ENV_PROXY=1",
 		"JAVA_TOOL_OPTIONS=" + java,
 	}
 }
 
-const javaProxy = "-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=40123 -Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=40123 -Dhttp.nonProxyHosts="
+const javaProxy = "-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=40123 -Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=40123 -Dhttp.nonProxyHosts=NONPROXY"
 
 func TestWithProxyEnv(t *testing.T) {
 	t.Parallel()
@@ -53,11 +56,19 @@ func TestWithProxyEnv(t *testing.T) {
 			env:  []string{"Http_Proxy=http://x:1", "FTP_PROXY=http://x:1", "ODD", "NODE_USE_ENV_PROXY_X=1"},
 			want: []string{"Http_Proxy=http://x:1", "FTP_PROXY=http://x:1", "ODD", "NODE_USE_ENV_PROXY_X=1"}, java: javaProxy},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			got := WithProxy(tc.env, 40123)
-			assert.Check(t, is.DeepEqual(got, append(tc.want, proxyLines(tc.java)...)))
-		})
+		// Inside the sandbox its own loopback goes around the proxy; in
+		// mode none the host's does not.
+		for _, own := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/own loopback %v", tc.name, own), func(t *testing.T) {
+				t.Parallel()
+				noProxy, javaNo := "", ""
+				if own {
+					noProxy, javaNo = "localhost,127.0.0.1,::1", "localhost|127.*|[::1]"
+				}
+				got := WithProxy(tc.env, 40123, own)
+				assert.Check(t, is.DeepEqual(got, append(slices.Clone(tc.want), proxyLines(strings.ReplaceAll(tc.java, "NONPROXY", javaNo), noProxy)...)))
+			})
+		}
 	}
 }
 
@@ -68,7 +79,7 @@ func TestProxyTableComplete(t *testing.T) {
 		assert.Check(t, !seen[v.name], "%s twice", v.name)
 		seen[v.name] = true
 		assert.Check(t, v.runtime != "" && v.why != "", "%s: say who reads it and why", v.name)
-		assert.Check(t, !strings.ContainsAny(v.expand(1, ""), "{}"), "%s: a placeholder left", v.name)
+		assert.Check(t, !strings.ContainsAny(v.expand(1, "", true)+v.expand(1, "", false), "{}"), "%s: a placeholder left", v.name)
 	}
 }
 
@@ -94,7 +105,7 @@ func TestProxyTableDocumented(t *testing.T) {
 		rows = append(rows, row{strings.Trim(strings.TrimSpace(cells[1]), "`"), strings.TrimSpace(cells[2])})
 	}
 	var want []row
-	ph := strings.NewReplacer("{url}", "http://127.0.0.1:PORT", "{port}", "PORT")
+	ph := strings.NewReplacer("{url}", "http://127.0.0.1:PORT", "{port}", "PORT", "{noproxy}", "LOOPBACK", "{javanoproxy}", "LOOPBACK")
 	for _, v := range proxyTable {
 		val := "(empty)"
 		if v.value != "" {
