@@ -6,8 +6,8 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"slices"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
