@@ -339,6 +339,7 @@ func (p *Pipeline) analyse(st *State) *shell.Analysis {
 		CredentialVars:  credVars,
 		CredentialDir:   govern.CredentialDir,
 		Stdin:           st.Call.Stdin,
+		Env:             st.Call.Env,
 	})
 	return st.Analysis
 }

@@ -52,8 +52,8 @@ type Service struct {
 	reload  sync.Mutex       // one Reload (or re-probe) at a time
 	// extra are the own files the gateway's flags name (Open), kept for
 	// every reload.
-	extra   []ownfiles.File
-	probed  time.Time        // the last re-probe; under reload
+	extra  []ownfiles.File
+	probed time.Time // the last re-probe; under reload
 }
 
 // generation is what one load of the config builds.
@@ -596,6 +596,11 @@ func (s bound) env(st *pipeline.State) map[string]string {
 		"PATH": pipeline.DefaultPath, "HOME": s.home, "LANG": "C.UTF-8", "TERM": "dumb", "PWD": st.Cwd,
 	}
 	for k, v := range st.Call.Env {
+		// CDPATH, PWD, OLDPWD, HOME and POSIXLY_CORRECT pick the directory
+		// cd goes to: one the analysis was not given stays out.
+		if !st.Analysis.Started(k, v) {
+			continue
+		}
 		if _, ids := shell.RewriteCredentials(v); len(ids) == 1 {
 			st.CredentialEnv[k] = ids[0]
 			continue

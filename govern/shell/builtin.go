@@ -11,6 +11,15 @@ import (
 // move values between variables.
 func (w *walker) builtin(args []arg, cmd *Command, fr frame) {
 	name := args[0].Value
+	if name == "exec" && len(args) == 1 && fr.stdinHere {
+		// exec <file: the shell's stdin for the rest of the text.
+		in := fr.in
+		if fr.cond {
+			in = stdin{dynamic: true}
+		}
+		w.execStdin = &in
+		return
+	}
 	switch name {
 	case "exec", "command", "builtin":
 		w.wrapper(mustUnwrap(cmd.Argv), args, cmd, fr)
@@ -73,26 +82,7 @@ func (w *walker) builtin(args []arg, cmd *Command, fr frame) {
 			}
 		}
 	case "set":
-		for i, a := range rest {
-			switch {
-			case a.Dynamic:
-			case a.Value == "--":
-				w.setPositional(rest[i+1:], fr)
-				return
-			case a.Value == "-o" && i+1 < len(rest) && rest[i+1].Value == "allexport":
-				w.allexport = true
-			case a.Value == "+o" && i+1 < len(rest) && rest[i+1].Value == "allexport":
-				w.allexport = false
-			case strings.HasPrefix(a.Value, "-") && strings.Contains(a.Value, "a"):
-				w.allexport = true
-			case strings.HasPrefix(a.Value, "+") && strings.Contains(a.Value, "a"):
-				w.allexport = false
-			case !strings.HasPrefix(a.Value, "-") && !strings.HasPrefix(a.Value, "+"):
-				// set word...: the words become the positional parameters.
-				w.setPositional(rest[i:], fr)
-				return
-			}
-		}
+		w.setBuiltin(rest, fr)
 	case "test", "[":
 		for i := 0; i+1 < len(rest); i++ {
 			if rest[i].Value == "-v" && !rest[i].Dynamic {
@@ -103,25 +93,14 @@ func (w *walker) builtin(args []arg, cmd *Command, fr frame) {
 				}
 			}
 		}
-	case "cd", "pushd", "chdir":
-		ops := operands(cmd.Argv[1:])
-		switch {
-		case len(rest) == 0:
-			w.cwd = w.in.Home
-		case len(ops) == 1 && len(ops) == countStatic(rest):
-			if ops[0] == "-" {
-				w.cwd = ""
-			} else if a := w.abs(ops[0]); a != "" {
-				w.cwd = a
+	case "cd", "chdir", "pushd", "popd":
+		w.cdBuiltin(name, rest, fr)
+	case "dirs":
+		for _, a := range rest {
+			if a.Dynamic || strings.HasPrefix(a.Value, "-") && strings.Contains(a.Value, "c") {
+				w.dirs = dirStack{unknown: a.Dynamic || fr.cond || w.dirs.unknown}
 			}
-		default:
-			w.cwd = ""
 		}
-		if fr.cond {
-			w.cwd = ""
-		}
-	case "popd":
-		w.cwd = ""
 	case "unset":
 		fn := false
 		for _, a := range rest {
@@ -135,7 +114,7 @@ func (w *walker) builtin(args []arg, cmd *Command, fr frame) {
 				w.funcs.set(a.Value, nil)
 			default:
 				w.checkVarName(a.Value, cmd.Pos, "unset")
-				w.setVar(a.Value, &value{known: true}, fr)
+				w.setVar(a.Value, &value{known: true, unset: true}, fr)
 			}
 		}
 	case "enable":
@@ -169,6 +148,7 @@ func (w *walker) builtin(args []arg, cmd *Command, fr frame) {
 				w.flag(FlagAlias, cmd.Pos, "shopt %s may turn on alias expansion", a.Value)
 			}
 		}
+		w.shoptBuiltin(rest, fr)
 	case "declare", "typeset", "local", "export", "readonly":
 		// Reached only through `builtin declare` or `command export`: the
 		// parser saw words, not assignments.
@@ -197,19 +177,9 @@ func mustUnwrap(argv []Word) unwrapped {
 	return u
 }
 
-func countStatic(args []arg) int {
-	n := 0
-	for _, a := range args {
-		if !a.Dynamic {
-			n++
-		}
-	}
-	return n
-}
-
 // readVars handles builtins that assign what they read from stdin.
 func (w *walker) readVars(name string, rest []arg, cmd *Command, fr frame) {
-	taint := fr.stdinTaint != ""
+	taint := fr.in.taint != ""
 	var names []string
 	optArg := map[string]string{"read": "adniNpt", "mapfile": "dnOsuC", "readarray": "dnOsuC"}[name]
 	for i := 0; i < len(rest); i++ {
@@ -290,8 +260,12 @@ func (w *walker) setPositional(args []arg, fr frame) {
 // analyzer cannot name.
 func (w *walker) forgetVars() {
 	w.vars.each(func(name string, v *value) {
-		w.vars.set(name, &value{tainted: v.tainted})
+		w.vars.set(name, &value{tainted: v.tainted, exported: v.exported})
 	})
+	// It may have set and exported any of them.
+	for _, name := range WorkdirVars {
+		w.vars.set(name, &value{exported: true})
+	}
 	w.vars.set("IFS", &value{})
 }
 
@@ -308,6 +282,7 @@ func (w *walker) declClause(dc *syntax.DeclClause, redirs []Redirect, fr frame) 
 	argv := []Word{{Value: dc.Variant.Value}}
 	nameref, integer, funcs, assoc := dc.Variant.Value == "nameref", false, false, false
 	export := dc.Variant.Value == "export"
+	unexport := false
 	for _, as := range dc.Args {
 		if as.Name != nil && assoc {
 			w.vars.set(as.Name.Value, &value{assoc: true, isList: true})
@@ -319,7 +294,9 @@ func (w *walker) declClause(dc *syntax.DeclClause, redirs []Redirect, fr frame) 
 				s, _ := w.literal(as.Value)
 				argv = append(argv, Word{Value: s})
 				if strings.HasPrefix(s, "-") || strings.HasPrefix(s, "+") {
-					nameref = nameref || strings.HasPrefix(s, "-") && strings.Contains(s, "n")
+					// export -n takes the export attribute away.
+					unexport = unexport || dc.Variant.Value == "export" && strings.HasPrefix(s, "-") && strings.Contains(s, "n")
+					nameref = nameref || dc.Variant.Value != "export" && strings.HasPrefix(s, "-") && strings.Contains(s, "n")
 					integer = integer || strings.HasPrefix(s, "-") && strings.Contains(s, "i")
 					funcs = funcs || strings.ContainsAny(s, "fF")
 					export = export || strings.HasPrefix(s, "-") && strings.Contains(s, "x")
@@ -368,6 +345,14 @@ func (w *walker) declClause(dc *syntax.DeclClause, redirs []Redirect, fr frame) 
 		}
 		if as.Naked {
 			// export x: attributes only.
+			if unexport {
+				if v, ok := w.vars.get(name); ok {
+					c := *v
+					c.exported = false
+					w.vars.set(name, &c)
+				}
+				continue
+			}
 			if export {
 				v, ok := w.vars.get(name)
 				nv := &value{exported: true}
@@ -381,10 +366,8 @@ func (w *walker) declClause(dc *syntax.DeclClause, redirs []Redirect, fr frame) 
 			continue
 		}
 		w.assign(as, fr, integer)
-		if export {
-			if v, ok := w.vars.get(name); ok {
-				v.exported = true
-			}
+		if v, ok := w.vars.get(name); ok && (export || unexport) {
+			v.exported = !unexport
 		}
 	}
 	cmd := &Command{Pos: pos, Argv: argv, Kind: "builtin", Context: fr.context, Redirects: redirs}

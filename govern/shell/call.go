@@ -100,6 +100,9 @@ func (w *walker) assign(as *syntax.Assign, fr frame, numeric bool) {
 		return
 	}
 	v := w.assignValue(as, fr, numeric)
+	if as.Name.Value == "DIRSTACK" {
+		w.dirs = dirStack{unknown: true} // bash lets it rewrite the pushd stack
+	}
 	if v.known && !v.isList && as.Name.Value == "PATH" {
 		w.setPath(v.str)
 	} else if as.Name.Value == "PATH" {
@@ -233,10 +236,15 @@ func (w *walker) run(args []arg, cmd *Command, fr frame, mode lookup) {
 	switch {
 	case bare && mode == lookupAll && w.fn(name.Value) != nil:
 		cmd.Kind = "function"
-		w.callFunc(w.fn(name.Value), args, fr)
+		def := w.fn(name.Value)
+		w.withPrefix(fr, false, func() { w.callFunc(def, args, fr) })
 		return
 	case bare && (mode == lookupAll || mode == lookupNoFunc || mode == lookupBuiltin) && w.isBuiltin(name.Value, fr.dialect):
 		cmd.Kind = "builtin"
+		if runsCode[name.Value] || mode == lookupAll && specialBuiltins[name.Value] {
+			w.withPrefix(fr, mode == lookupAll && specialBuiltins[name.Value], func() { w.builtin(args, cmd, fr) })
+			return
+		}
 		w.builtin(args, cmd, fr)
 		return
 	case mode == lookupBuiltin:
@@ -264,6 +272,91 @@ func (w *walker) run(args []arg, cmd *Command, fr frame, mode lookup) {
 		w.flag(FlagOpaque, cmd.Pos, "%s", cmd.Opaque)
 	}
 	w.external(args, cmd, fr)
+}
+
+// specialBuiltins are POSIX's special builtins: in dash and in bash's POSIX
+// mode, prefix assignments to them (X=1 :) stay after they return. exec is
+// left out: what it runs is a new process, which child handles.
+var specialBuiltins = setOf(":", ".", "break", "continue", "eval", "exit", "export", "readonly", "return", "set", "shift", "times", "trap", "unset")
+
+// runsCode are the builtins that run code in this shell, which sees the
+// command's prefix assignments.
+var runsCode = setOf("eval", ".", "source")
+
+// withPrefix runs fn, a builtin or function the shell runs itself, with
+// the command's prefix assignments (X=1 eval ..., X=1 f) in its
+// environment. Afterwards a special builtin keeps them, with whatever value
+// fn left, in dash and in bash's POSIX mode; otherwise each variable gets
+// back the value it had before.
+func (w *walker) withPrefix(fr frame, special bool, fn func()) {
+	type saved struct {
+		name     string
+		old      *value
+		had      bool
+		exported bool
+	}
+	var olds []saved
+	var vals []*value
+	for _, as := range fr.prefix {
+		if as.Name != nil {
+			vals = append(vals, w.assignValue(as, fr, false))
+		}
+	}
+	if len(vals) == 0 {
+		fn()
+		return
+	}
+	posix := w.posixMode(fr)
+	path := w.path
+	i := 0
+	for _, as := range fr.prefix {
+		if as.Name == nil {
+			continue
+		}
+		name := as.Name.Value
+		old, had := w.vars.top(name)
+		vis, ok := w.vars.get(name)
+		olds = append(olds, saved{name, old, had, ok && vis.exported || w.allexport})
+		v := *vals[i]
+		i++
+		v.exported = true
+		w.vars.set(name, &v)
+		if name == "PATH" {
+			if v.known && !v.isList {
+				w.setPath(v.str)
+			} else {
+				w.setPath("\x00")
+			}
+		}
+	}
+	fn()
+	keep := special && (fr.dialect == DialectSh || posix == on)
+	for _, o := range olds {
+		switch {
+		case keep && fr.dialect == DialectSh:
+			// dash keeps the value but not the export.
+			if cur, ok := w.vars.top(o.name); ok {
+				c := *cur
+				c.exported = o.exported
+				w.vars.set(o.name, &c)
+			}
+		case keep:
+		case special && fr.dialect == DialectBash && posix == maybe:
+			cur, _ := w.vars.get(o.name)
+			w.vars.set(o.name, &value{tainted: cur != nil && cur.tainted || o.old != nil && o.old.tainted, exported: cur != nil && cur.exported})
+			if o.name == "PATH" {
+				w.setPath("\x00")
+			}
+		case o.had:
+			w.vars.set(o.name, o.old)
+		default:
+			w.vars.del(o.name)
+		}
+	}
+	if !keep && !(special && posix == maybe) && !sameSlice(w.path, path) {
+		w.path = path
+		clear(w.pathCache)
+	}
 }
 
 func words(args []arg) []Word {
@@ -313,7 +406,7 @@ func (w *walker) external(args []arg, cmd *Command, fr frame) {
 			// The tool feeds the command its own stream (a socket, archive
 			// data, a pager's text): a shell there reads code nobody sees.
 			c := fr
-			c.piped, c.stdinCode, c.stdinFile, c.stdinDynamic = true, nil, "", false
+			c.in = stdin{piped: true, taint: fr.in.taint}
 			w.child(c, func() { w.nested(*h.Code, DialectSh, cmd.Pos, c, base+" "+string(h.Kind)) })
 		}
 	}

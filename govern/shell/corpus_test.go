@@ -25,6 +25,12 @@ type corpusCase struct {
 	// and writable root) before the analysis; a mode of "+x" is not needed:
 	// the analyzer never checks the execute bit.
 	Files map[string]string `yaml:"files"`
+	// Symlinks are created in the workspace too: name → target ($WS in a
+	// target is the workspace).
+	Symlinks map[string]string `yaml:"symlinks"`
+	// Env is the call's environment (Input.Env); $WS in a value is the
+	// workspace.
+	Env map[string]string `yaml:"env"`
 	// Run lists commands that must be found, each rendered as its argv
 	// (dynamic words as ⟨source⟩); Absent lists ones that must not.
 	Run    []string `yaml:"run"`
@@ -103,11 +109,24 @@ const workspace = "/ws"
 
 func runCase(t *testing.T, c corpusCase) *Analysis {
 	t.Helper()
-	dir := t.TempDir()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	assert.NilError(t, err)
 	for name, body := range c.Files {
 		p := filepath.Join(dir, name)
 		assert.NilError(t, os.MkdirAll(filepath.Dir(p), 0o755))
 		assert.NilError(t, os.WriteFile(p, []byte(body), 0o755))
+	}
+	for name, target := range c.Symlinks {
+		p := filepath.Join(dir, name)
+		assert.NilError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		assert.NilError(t, os.Symlink(strings.ReplaceAll(target, "$WS", dir), p))
+	}
+	var env map[string]string
+	for k, v := range c.Env {
+		if env == nil {
+			env = map[string]string{}
+		}
+		env[k] = strings.ReplaceAll(v, "$WS", dir)
 	}
 	d := Dialect(c.Dialect)
 	if d == "" {
@@ -123,6 +142,7 @@ func runCase(t *testing.T, c corpusCase) *Analysis {
 		WritableRoots:   []string{dir},
 		CredentialVars:  []string{"GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY"},
 		CredentialDir:   govern.CredentialDir,
+		Env:             env,
 	}
 	if c.Stdin != "" {
 		in.Stdin = []byte(c.Stdin)

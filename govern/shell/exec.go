@@ -43,7 +43,7 @@ func (w *walker) wrapper(u unwrapped, args []arg, cmd *Command, fr frame) {
 		for _, inner := range u.Inners {
 			innerArgs := w.mapBack(inner, args)
 			if u.StdinArgs {
-				innerArgs = append(innerArgs, arg{Word: Word{Value: "(arguments read from stdin)", Dynamic: true}, tainted: fr.stdinTaint, pos: cmd.Pos})
+				innerArgs = append(innerArgs, arg{Word: Word{Value: "(arguments read from stdin)", Dynamic: true}, tainted: fr.in.taint, pos: cmd.Pos})
 			}
 			c := &Command{Pos: cmd.Pos, Wrappers: wrappers, Assigns: prefix}
 			w.run(innerArgs, c, fr, mode)
@@ -57,10 +57,24 @@ func (w *walker) wrapper(u unwrapped, args []arg, cmd *Command, fr frame) {
 	// and root the wrapper sets up.
 	w.child(fr, func() {
 		if u.ClearEnv {
-			w.vars.each(func(name string, _ *value) { w.vars.set(name, &value{known: true}) })
+			w.vars.each(func(name string, _ *value) { w.vars.set(name, &value{known: true, unset: true}) })
+			for _, name := range WorkdirVars {
+				w.vars.set(name, &value{known: true, unset: true})
+			}
 		}
 		for _, name := range u.Unsets {
-			w.vars.set(name, &value{known: true})
+			w.vars.set(name, &value{known: true, unset: true})
+		}
+		if u.Privilege {
+			// sudo and the like reset or rebuild the environment: what the
+			// directory model reads there is unknown, and $PWD may or may
+			// not reach the command.
+			for _, name := range []string{"CDPATH", "HOME", "OLDPWD", "POSIXLY_CORRECT"} {
+				w.vars.set(name, &value{exported: true})
+			}
+			if w.cwd != "" && w.realPath(w.cwd) != w.cwd {
+				w.cwd = ""
+			}
 		}
 		for _, a := range u.Assigns {
 			name, val, _ := strings.Cut(a.Value, "=")
@@ -73,10 +87,13 @@ func (w *walker) wrapper(u unwrapped, args []arg, cmd *Command, fr frame) {
 			w.vars.set(name, &value{known: true, str: val, exported: true})
 		}
 		if u.Chdir != nil {
-			w.cwd = ""
+			// The wrapper calls chdir(2): the kernel resolves the name, and
+			// a shell it starts finds $PWD naming another directory.
+			dir := ""
 			if !u.Chdir.Dynamic {
-				w.cwd = w.abs(u.Chdir.Value)
+				dir = w.abs(u.Chdir.Value)
 			}
+			w.cwd = dir
 		}
 		if u.Root != nil {
 			w.cwd, w.rerooted = "", true
@@ -124,6 +141,11 @@ func (w *walker) mapBack(inner []Word, args []arg) []arg {
 func (w *walker) shell(args []arg, d Dialect, cmd *Command, fr frame) {
 	base := path.Base(args[0].Value)
 	cmode, stdinMode := false, false
+	// Options that change how the new shell's cd resolves, applied inside it.
+	var setOpts []func()
+	setOpt := func(name string, v tri) {
+		setOpts = append(setOpts, func() { w.setOption(name, v, frame{dialect: d}) })
+	}
 	i := 1
 opts:
 	for ; i < len(args); i++ {
@@ -145,7 +167,9 @@ opts:
 			switch v {
 			case "--rcfile", "--init-file":
 				i++
-			case "--noprofile", "--norc", "--login", "--posix", "--restricted", "--verbose", "--noediting", "--debugger", "--dump-strings", "--dump-po-strings", "--wordexp", "--protected", "--pretty-print":
+			case "--posix":
+				setOpt("posix", on)
+			case "--noprofile", "--norc", "--login", "--restricted", "--verbose", "--noediting", "--debugger", "--dump-strings", "--dump-po-strings", "--wordexp", "--protected", "--pretty-print":
 			case "--help", "--version":
 				return
 			default:
@@ -154,6 +178,10 @@ opts:
 				return
 			}
 		case (strings.HasPrefix(v, "-") || strings.HasPrefix(v, "+")) && len(v) > 1:
+			state := on
+			if v[0] == '+' {
+				state = off
+			}
 			for j := 1; j < len(v); j++ {
 				switch c := v[j]; c {
 				case 'c':
@@ -162,9 +190,22 @@ opts:
 					stdinMode = true
 				case 'o', 'O':
 					i++ // takes the option name
+					if i < len(args) {
+						if args[i].Dynamic {
+							setOpt("", maybe)
+						} else {
+							setOpt(args[i].Value, state)
+						}
+					}
+				case 'P':
+					setOpt("physical", state)
+				case 'p':
+					setOpt("privileged", state)
+				case 'm':
+					setOpt("monitor", state)
 				case 'i':
 					w.flag(FlagOpaque, cmd.Pos, "%s -i is interactive and reads startup files", base)
-				case 'e', 'u', 'x', 'v', 'n', 'l', 'a', 'b', 'f', 'h', 'k', 'm', 'p', 't', 'B', 'C', 'E', 'H', 'P', 'T', 'r', 'D':
+				case 'e', 'u', 'x', 'v', 'n', 'l', 'a', 'b', 'f', 'h', 'k', 't', 'B', 'C', 'E', 'H', 'T', 'r', 'D':
 				default:
 					cmd.Opaque = base + ": unknown option " + v
 					w.flag(FlagOpaque, cmd.Pos, "%s", cmd.Opaque)
@@ -181,6 +222,14 @@ opts:
 	}
 	c := fr
 	c.posTaint = false
+	child := func(fn func()) {
+		w.child(c, func() {
+			for _, set := range setOpts {
+				set()
+			}
+			fn()
+		})
+	}
 	switch {
 	case cmode:
 		if len(ops) == 0 {
@@ -193,7 +242,7 @@ opts:
 				c.posTaint = true
 			}
 		}
-		w.child(c, func() { w.nested(ops[0].Word, d, cmd.Pos, c, base+" -c") })
+		child(func() { w.nested(ops[0].Word, d, cmd.Pos, c, base+" -c") })
 	case len(ops) > 0 && !stdinMode:
 		for _, a := range ops[1:] {
 			if a.tainted != "" {
@@ -204,36 +253,45 @@ opts:
 		if d == DialectSh {
 			mode = scriptSh
 		}
-		w.child(c, func() { w.scriptOperandDialect(ops[0].Word, mode, d, cmd.Pos, c) })
+		child(func() { w.scriptOperandDialect(ops[0].Word, mode, d, cmd.Pos, c) })
 	default:
 		for _, a := range ops {
 			if a.tainted != "" {
 				c.posTaint = true
 			}
 		}
-		w.child(c, func() { w.shellStdin(d, base, cmd, c) })
+		child(func() {
+			if why := w.readStdin(d, base, cmd.Pos, c); why != "" {
+				cmd.Opaque = why
+			}
+		})
 	}
 }
 
-// shellStdin analyses the code a shell reads from its standard input.
-func (w *walker) shellStdin(d Dialect, base string, cmd *Command, fr frame) {
-	switch {
-	case fr.stdinCode != nil:
-		c := fr
-		c.stdinCode = nil // the shell consumes it
-		w.nested(*fr.stdinCode, d, cmd.Pos, c, base+" <<")
-	case fr.piped:
-		cmd.Opaque = base + " reads code from a pipe"
-		w.flag(FlagOpaque, cmd.Pos, "%s runs code piped into it from another command, which the analyzer cannot see", base)
-	case fr.stdinDynamic:
-		cmd.Opaque = base + " reads code from a file named at run time"
-		w.flag(FlagOpaque, cmd.Pos, "%s", cmd.Opaque)
-	case fr.stdinFile != "":
-		mode := scriptSh
-		w.scriptOperandDialect(Word{Value: fr.stdinFile}, mode, d, cmd.Pos, fr)
-	case w.in.Stdin != nil && fr.depth == 0:
-		w.nested(Word{Value: string(w.in.Stdin)}, d, cmd.Pos, fr, base+" <stdin>")
+// readStdin walks the code a shell reads from its standard input (bash -s,
+// bash /dev/stdin, source /dev/fd/0) in dialect d; what names the reader.
+// It returns why that code cannot be known, or "".
+func (w *walker) readStdin(d Dialect, what string, pos Pos, fr frame) string {
+	c := fr
+	// Commands in that code reading stdin read the rest of it, or nothing.
+	c.in = stdin{spent: true}
+	c.shellIn = c.in
+	switch in := fr.in; {
+	case in.code != nil:
+		w.nested(*in.code, d, pos, c, what+" <<")
+	case in.piped:
+		w.flag(FlagOpaque, pos, "%s runs code piped into it from another command, which the analyzer cannot see", what)
+		return what + " reads code from a pipe"
+	case in.dynamic:
+		why := what + " reads code from a file or descriptor known only at run time"
+		w.flag(FlagOpaque, pos, "%s", why)
+		return why
+	case in.file != "":
+		w.scriptOperandDialect(Word{Value: in.file}, scriptSh, d, pos, c)
+	case !in.spent && w.in.Stdin != nil:
+		w.nested(Word{Value: string(w.in.Stdin)}, d, pos, c, what+" <stdin>")
 	}
+	return ""
 }
 
 // hereCode resolves the text a here-document or here-string feeds.

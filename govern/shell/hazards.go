@@ -2,6 +2,7 @@ package shell
 
 import (
 	"fmt"
+	"path"
 	"regexp"
 	"strings"
 )
@@ -281,7 +282,7 @@ func interpHazards(it *interp) toolFunc {
 		}
 		out = append(out, unknownHazards(base, p)...)
 		if !quiet && len(p.unknown) == 0 {
-			if len(p.operands) == 0 && it.stdin || len(p.operands) > 0 && isWord(p.operands[0], "-", "/dev/stdin") {
+			if len(p.operands) == 0 && it.stdin || len(p.operands) > 0 && isStdinWord(p.operands[0]) {
 				out = append(out, hz(FlagInlineCode, base+" reads its program from stdin"))
 			}
 		}
@@ -475,7 +476,7 @@ func tclshHazards(base string, args []Word) []hazard {
 		args = args[2:]
 	}
 	switch {
-	case len(args) == 0 || isWord(args[0], "-", "/dev/stdin"):
+	case len(args) == 0 || isStdinWord(args[0]):
 		return []hazard{hz(FlagInlineCode, base+" reads its program from stdin")}
 	case args[0].Dynamic && litPrefix(args[0]) == "" && mayBeOption(args[0]):
 		return []hazard{opaqueArg(base)}
@@ -684,7 +685,7 @@ func awkHazards(base string, args []Word) []hazard {
 		}
 	}
 	for _, w := range files {
-		if isWord(w, "-", "/dev/stdin") {
+		if isStdinWord(w) {
 			out = append(out, hz(FlagInlineCode, base+" reads its program from stdin"))
 		} else {
 			out = append(out, hz(FlagInlineCode, base+" program file "+w.Value+" not analysed"))
@@ -1778,7 +1779,7 @@ func makeHazards(base string, args []Word) []hazard {
 		case "E", "eval":
 			out = append(out, hz(FlagInlineCode, base+" --eval evaluates makefile text"))
 		case "f", "file", "makefile":
-			if isWord(o.arg, "-", "/dev/stdin") {
+			if isStdinWord(o.arg) {
 				out = append(out, hz(FlagExecOption, base+" reads a makefile from stdin"))
 			}
 		}
@@ -2648,4 +2649,18 @@ var envNames = map[string]string{
 	"GTK_MODULES":                  "GTK programs load the modules it names",
 	"GTK_PATH":                     "GTK programs load modules from it",
 	"QT_PLUGIN_PATH":               "Qt programs load plugins from it",
+}
+
+// isStdinWord reports whether a program operand names standard input: "-"
+// or an absolute path to descriptor 0 (/dev/stdin, /dev/fd/0,
+// /proc/self/fd/0, ...).
+func isStdinWord(w Word) bool {
+	if isWord(w, "-") {
+		return true
+	}
+	if w.Dynamic || !path.IsAbs(w.Value) {
+		return false
+	}
+	fd, ok, _ := fdPath(w.Value)
+	return ok && fd == 0
 }

@@ -66,3 +66,14 @@ func (l *layered[V]) each(fn func(string, V)) {
 		crossed = crossed || l.barriers[i]
 	}
 }
+
+// top returns k's entry in the top layer only.
+func (l *layered[V]) top(k string) (V, bool) {
+	v, ok := l.maps[len(l.maps)-1][k]
+	return v, ok
+}
+
+// del removes k from the top layer, uncovering any value below it.
+func (l *layered[V]) del(k string) {
+	delete(l.maps[len(l.maps)-1], k)
+}

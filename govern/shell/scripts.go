@@ -40,6 +40,9 @@ func (w *walker) scriptOperandDialect(name Word, how scriptLookup, d Dialect, po
 		return
 	}
 	p, ok := w.findScript(name.Value, how, fr)
+	if ok && w.descriptorScript(p, d, pos, fr) {
+		return
+	}
 	if !ok {
 		// It may be written earlier in the same text: link it where the
 		// shell would find it once it exists.
@@ -60,15 +63,19 @@ func (w *walker) findScript(name string, how scriptLookup, fr frame) (string, bo
 		if w.cwd == "" {
 			return "", false
 		}
-		p := path.Join(w.cwd, name)
+		p := w.abs(name)
+		if _, isFD, other := fdPath(p); isFD || other {
+			return p, true // cd /dev; bash stdin
+		}
 		return p, isRegular(p)
 	}
 	switch how {
 	case scriptSh:
 		return inCwd()
 	case scriptBash:
-		if p, ok := inCwd(); ok {
-			return p, true
+		if p, ok := inCwd(); ok || w.cwd == "" {
+			// In a directory known only at run time, ./name may exist.
+			return p, ok
 		}
 		return w.lookPath(name)
 	default:
@@ -82,11 +89,46 @@ func (w *walker) findScript(name string, how scriptLookup, fr frame) (string, bo
 	}
 }
 
+// descriptorScript handles a script path that names a file descriptor
+// (/dev/stdin, /dev/fd/N, /proc/self/fd/N, /proc/PID/...): descriptor 0 is
+// the shell's stdin, whose code is walked like bash -s; any other is
+// opaque. It reports whether p was one.
+func (w *walker) descriptorScript(p string, d Dialect, pos Pos, fr frame) bool {
+	fd, isFD, other := fdPath(p)
+	switch {
+	case isFD && fd == 0:
+		w.readStdin(d, shellName(d)+" "+p, pos, fr)
+	case isFD:
+		w.flag(FlagOpaque, pos, "script read from file descriptor %d (%s), which the analyzer does not follow", fd, p)
+	case other:
+		w.flag(FlagOpaque, pos, "script %s is a file of some process at run time, which the analyzer does not follow", p)
+	default:
+		return false
+	}
+	return true
+}
+
+func shellName(d Dialect) string {
+	if d == DialectSh {
+		return "sh"
+	}
+	return "bash"
+}
+
 // commandPath handles a command named by a path (./x.sh, /w/bin/tool).
 func (w *walker) commandPath(name string, pos Pos, fr frame) {
 	p := w.abs(name)
 	if p == "" {
 		w.flag(FlagScriptNotInspected, pos, "%s: relative to a directory known only at run time", name)
+		return
+	}
+	if fd, isFD, other := fdPath(p); isFD || other {
+		// Executing /dev/stdin runs the file stdin was redirected from.
+		if isFD && fd == 0 && fr.in.file != "" && !fr.in.dynamic {
+			w.commandPath(fr.in.file, pos, fr)
+			return
+		}
+		w.flag(FlagOpaque, pos, "%s runs whatever file descriptor %s holds at run time", name, p)
 		return
 	}
 	w.noteRun(p, pos, fr)
@@ -130,15 +172,17 @@ func (w *walker) underInspection(p string) bool {
 	return false
 }
 
-// realPath resolves symlinks (cached per analysis); a path that does not
-// resolve is returned as it is.
+// realPath resolves symlinks (cached per analysis); a name that does not
+// exist keeps the resolved form of its longest existing prefix. Paths that
+// depend on the process looking (/proc/self, /dev/fd) are not resolved on
+// the host: the analyzer's own process is not the shell.
 func (w *walker) realPath(p string) string {
 	if r, ok := w.realCache[p]; ok {
 		return r
 	}
-	r, err := filepath.EvalSymlinks(p)
-	if err != nil {
-		r = p
+	r := procAlias(path.Clean(p))
+	if !procDependent(r) {
+		r = realPathOf(p)
 	}
 	w.realCache[p] = r
 	return r
@@ -169,6 +213,23 @@ func (w *walker) interpreterScript(argv []Word, pos Pos, fr frame) {
 		p := w.abs(v)
 		if p == "" {
 			return
+		}
+		if fd, isFD, other := fdPath(p); isFD || other {
+			switch {
+			case isFD && fd == 0 && fr.in.file != "" && !fr.in.dynamic:
+				p = w.abs(fr.in.file) // python3 /dev/stdin < x.py runs x.py
+				if p == "" {
+					return
+				}
+			case isFD && fd == 0:
+				if !path.IsAbs(v) { // an absolute one is flagged with the tool's hazards
+					w.flag(FlagInlineCode, pos, "%s reads its program from stdin (%s)", path.Base(argv[0].Value), v)
+				}
+				return
+			default:
+				w.flag(FlagOpaque, pos, "%s reads its program from %s, which the analyzer does not follow", path.Base(argv[0].Value), v)
+				return
+			}
 		}
 		w.noteRun(p, pos, fr)
 		if !w.underInspection(p) {

@@ -40,9 +40,16 @@ type Input struct {
 	// CredentialDir is the value $MITRITY_CRED_DIR will hold at run time
 	// (govern.CredentialDir in the sandbox); empty leaves it dynamic.
 	CredentialDir string
-	// Stdin is the call's standard input; when a top-level shell reads code
-	// from it, it is parsed like a script. nil means the command gets none.
+	// Stdin is the call's standard input; when a shell reads code from it
+	// (bash -s, bash /dev/stdin, source /dev/fd/0), it is parsed like a
+	// script. nil means the command gets none.
 	Stdin []byte
+	// Env holds the variables the call sets in the command's environment,
+	// over the executor's own (PATH, HOME, LANG, TERM, PWD). Every other
+	// variable the directory model reads (CDPATH, OLDPWD, POSIXLY_CORRECT)
+	// is unset at the start. A value that is exactly one ${credential:<id>}
+	// is a credential the executor injects.
+	Env map[string]string
 	// MaxScriptDepth caps recursive script inspection (default 8).
 	MaxScriptDepth int
 	// MaxScriptBytes caps the size of one inspected script (default 1 MiB).
@@ -183,6 +190,35 @@ type Analysis struct {
 	Links       []Link    `json:"links,omitempty"`
 	Flags       []Flag    `json:"flags,omitempty"`
 	Denial      *Denial   `json:"denial,omitempty"`
+	// env is Input.Env: what the analysis assumed the call's environment
+	// holds (see Started).
+	env map[string]string
+}
+
+// WorkdirVars are the environment variables the shell reads to choose its
+// starting directory or the directory cd, pushd and popd go to.
+var WorkdirVars = []string{"CDPATH", "HOME", "OLDPWD", "POSIXLY_CORRECT", "PWD"}
+
+// Started reports whether the command may start with name=value in its
+// environment: always, except for a WorkdirVars variable this analysis was
+// not given with that value (Input.Env), which would make the shell look
+// for scripts in directories other than the ones judged.
+func (a *Analysis) Started(name, value string) bool {
+	for _, v := range WorkdirVars {
+		if v == name {
+			got, ok := a.envValue(name)
+			return ok && got == value
+		}
+	}
+	return true
+}
+
+func (a *Analysis) envValue(name string) (string, bool) {
+	if a == nil {
+		return "", false
+	}
+	v, ok := a.env[name]
+	return v, ok
 }
 
 // Opaque reports whether any part of the text could not be resolved.

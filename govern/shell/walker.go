@@ -2,6 +2,7 @@ package shell
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"path/filepath"
 	"strings"
@@ -21,19 +22,14 @@ type frame struct {
 	depth   int
 	// cond is true inside code that may or may not run, or may run many
 	// times: assignments there leave the variable's value unknown.
-	cond bool
-	// piped is true when stdin comes from an earlier pipeline stage.
-	piped    bool
+	cond     bool
 	posTaint bool // positional parameters carry a credential
-	// stdinCode is the here-document or here-string fed to this statement
-	// (dynamic when it expands something known only at run time).
-	stdinCode *Word
-	// stdinFile is a file redirected to stdin (cmd < file); stdinDynamic
-	// when its name is known only at run time.
-	stdinFile    string
-	stdinDynamic bool
-	// stdinTaint names the credential the command's stdin carries, if any.
-	stdinTaint string
+	// in is the statement's stdin; shellIn is the stdin of the shell
+	// running it (what its command substitutions read), before the
+	// statement's own redirections.
+	in, shellIn stdin
+	// stdinHere: this statement redirects stdin itself (exec <file keeps it).
+	stdinHere bool
 	// prefix holds the command's own assignments (X=1 cmd): they are
 	// exported to the child it starts.
 	prefix []*syntax.Assign
@@ -46,6 +42,27 @@ func (fr frame) with(ctx string) frame {
 		fr.context += " > " + ctx
 	}
 	return fr
+}
+
+// stdin is what a command's standard input is, as far as the analyzer
+// knows. The zero value is the call's stdin (Input.Stdin).
+type stdin struct {
+	// piped: it comes from an earlier pipeline stage (or a tool's stream).
+	piped bool
+	// code is the here-document or here-string fed to the statement
+	// (dynamic when it expands something known only at run time).
+	code *Word
+	// file is a file redirected to it (cmd < file); dynamic when its name,
+	// or the descriptor copied (<&3), is known only at run time.
+	file    string
+	dynamic bool
+	// taint names the credential it carries, if any.
+	taint string
+	// spent: it is not the call's: it is the code the shell is reading
+	// (bash <<EOF, bash -s with the call's stdin), or a background job's
+	// /dev/null. A command that reads it reads the rest of code already
+	// walked, or nothing.
+	spent bool
 }
 
 type write struct {
@@ -68,9 +85,14 @@ type walker struct {
 	// builtinsDisabled: after `enable -n`, a builtin name may run a binary.
 	builtinsDisabled bool
 	exhausted        bool
-	// cwd is the directory commands run in at this point; "" once a cd to a
-	// directory known only at run time made it unknown.
-	cwd       string
+	// cwd is the shell's directory at this point, as $PWD names it (the
+	// path cd made, symlinks and all); "" when it is unknown (cwd.go).
+	cwd  string
+	opts shellOpts
+	dirs dirStack
+	// execStdin is the stdin `exec <file` gave the shell for the statements
+	// after it; nil when it was not changed.
+	execStdin *stdin
 	cfg       *expand.Config // reused for every expansion
 	pathCache map[string]string
 	pipeTaint map[pipeKey]string
@@ -102,17 +124,51 @@ func newWalker(in *Input, a *Analysis) *walker {
 	for _, id := range a.Credentials {
 		w.credVars[CredentialVar(id)] = true
 	}
-	w.cwd = in.Cwd
 	if in.CredentialDir != "" {
 		w.vars.set(CredentialDirVar, &value{known: true, str: in.CredentialDir, exported: true})
 	}
 	w.path = in.Path
-	// bash and dash set IFS at start-up; it is never inherited.
-	w.vars.set("IFS", &value{known: true, str: " \t\n"})
 	if in.Home != "" {
 		w.vars.set("HOME", &value{known: true, str: in.Home, exported: true})
 	}
+	w.startEnv()
+	// bash and dash set IFS at start-up; it is never inherited.
+	w.vars.set("IFS", &value{known: true, str: " \t\n"})
 	return w
+}
+
+// startEnv loads the environment the command starts with: the executor's
+// PWD (the working directory) and the call's own variables; the other
+// variables the directory model reads are unset, since the executor never
+// passes them on.
+func (w *walker) startEnv() {
+	w.a.env = maps.Clone(w.in.Env)
+	if path.IsAbs(w.in.Cwd) {
+		w.cwd = path.Clean(w.in.Cwd)
+	}
+	for _, n := range []string{"CDPATH", "OLDPWD", "POSIXLY_CORRECT"} {
+		w.vars.set(n, &value{known: true, unset: true})
+	}
+	w.vars.set("PWD", &value{known: w.cwd != "", str: w.cwd, exported: true})
+	if _, ok := w.vars.get("HOME"); !ok {
+		w.vars.set("HOME", &value{exported: true}) // Input.Home unset: unknown, not absent
+	}
+	for k, v := range w.in.Env {
+		if !syntax.ValidName(k) || k == "IFS" {
+			continue
+		}
+		if _, ids := RewriteCredentials(v); len(ids) == 1 && v == "${credential:"+ids[0]+"}" {
+			// The executor injects the credential's value under this name.
+			w.credVars[k] = true
+			w.vars.set(k, &value{tainted: true, exported: true})
+			continue
+		}
+		w.vars.set(k, &value{known: true, str: v, exported: true})
+		if k == "PATH" {
+			w.setPath(v)
+		}
+	}
+	w.startDir()
 }
 
 func (w *walker) flag(kind FlagKind, pos Pos, format string, args ...any) {
@@ -155,6 +211,10 @@ func (w *walker) walkStmts(stmts []*syntax.Stmt, fr frame) {
 	}
 }
 
+// inheritedStdin reports whether a frame's stdin is the shell's own: no
+// statement around it redirected it.
+func inheritedStdin(fr frame) bool { return fr.in == stdin{} }
+
 // subshell runs fn with a copy of the variables, as the shell forks.
 func (w *walker) subshell(fn func()) { w.scope(false, fn) }
 
@@ -162,12 +222,14 @@ func (w *walker) subshell(fn func()) { w.scope(false, fn) }
 // is a new process, which sees only exported variables and no functions.
 func (w *walker) scope(barrier bool, fn func()) {
 	cwd, path, allexport, disabled, rerooted := w.cwd, w.path, w.allexport, w.builtinsDisabled, w.rerooted
+	opts, dirs, execStdin := w.opts, w.dirs.clone(), w.execStdin
 	w.vars.push(barrier)
 	w.funcs.push(barrier)
 	fn()
 	w.vars.pop()
 	w.funcs.pop()
 	w.cwd, w.allexport, w.builtinsDisabled, w.rerooted = cwd, allexport, disabled, rerooted
+	w.opts, w.dirs, w.execStdin = opts, dirs, execStdin
 	if !sameSlice(w.path, path) {
 		w.path = path
 		clear(w.pathCache)
@@ -178,9 +240,17 @@ func (w *walker) walkStmt(st *syntax.Stmt, fr frame) {
 	if st == nil || !w.budget(fr.pos(st)) {
 		return
 	}
+	if w.execStdin != nil && inheritedStdin(fr) {
+		fr.in = *w.execStdin
+	}
+	fr.stdinHere = false
 	if st.Background || st.Coprocess {
 		fr.cond = true
+		// Without job control an asynchronous command reads /dev/null; a
+		// coprocess reads what the shell writes to it.
+		fr.in = stdin{piped: st.Coprocess, spent: !st.Coprocess}
 	}
+	fr.shellIn = fr.in
 	// Here-documents, here-strings and stdin redirects feed the command.
 	for _, r := range st.Redirs {
 		if r.N != nil && r.N.Value != "0" {
@@ -189,23 +259,38 @@ func (w *walker) walkStmt(st *syntax.Stmt, fr frame) {
 		switch r.Op {
 		case syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc:
 			code := w.hereCode(r, &fr)
-			fr.stdinCode, fr.piped, fr.stdinFile, fr.stdinDynamic = &code, false, "", false
-			fr.stdinTaint = w.taintOf(r.Hdoc, &fr)
+			fr.in = stdin{code: &code, taint: w.taintOf(r.Hdoc, &fr)}
 			if r.Op == syntax.WordHdoc {
-				fr.stdinTaint = w.taintOf(r.Word, &fr)
+				fr.in.taint = w.taintOf(r.Word, &fr)
 			}
-		case syntax.RdrIn:
-			fr.stdinCode, fr.piped, fr.stdinFile, fr.stdinDynamic = nil, false, "", false
-			fr.stdinTaint = ""
-			if s, ok := w.literal(r.Word); ok {
-				fr.stdinFile = s
-			} else {
-				fr.stdinDynamic = true
+			fr.stdinHere = true
+		case syntax.RdrIn, syntax.RdrInOut:
+			s, ok := w.literal(r.Word)
+			if ok {
+				if fd, isFD, other := fdPath(w.abs(s)); isFD && fd == 0 {
+					continue // stdin from itself: unchanged
+				} else if isFD || other {
+					ok = false // another descriptor: not modelled
+				}
+			}
+			fr.in = stdin{file: s, dynamic: !ok}
+			if !ok {
+				fr.in.file = ""
 			}
 			// Reading a credential file (or a credential-named path) is a value.
-			if t := w.stmtsReferenceWord(r.Word); t != "" {
-				fr.stdinTaint = t
+			fr.in.taint = w.stmtsReferenceWord(r.Word)
+			fr.stdinHere = true
+		case syntax.DplIn:
+			// <&N: stdin becomes a copy of descriptor N; <&- closes it.
+			s, ok := w.literal(r.Word)
+			if ok && s == "0" {
+				continue
 			}
+			fr.in = stdin{dynamic: !ok || s != "-"}
+			if ok && s == "-" {
+				fr.in.code = &Word{} // closed: a shell reading it reads nothing
+			}
+			fr.stdinHere = true
 		}
 	}
 	redirs := w.walkRedirects(st.Redirs, fr)
@@ -301,13 +386,27 @@ func (w *walker) binaryCmd(b *syntax.BinaryCmd, fr frame) {
 		c.cond = true
 		w.walkStmt(b.Y, c)
 	case syntax.Pipe, syntax.PipeAll:
-		// Every stage of a pipeline runs in its own subshell (bash without
-		// lastpipe, and dash).
+		// Every stage of a pipeline runs in its own subshell, except the
+		// last one in bash with lastpipe on and job control off.
 		w.subshell(func() { w.walkStmt(b.X, fr.with("")) })
 		right := fr
-		right.piped, right.stdinCode, right.stdinFile, right.stdinDynamic = true, nil, "", false
-		right.stdinTaint = w.pipeOutTaint(b.X, fr.stdinTaint)
-		w.subshell(func() { w.walkStmt(b.Y, right) })
+		right.in = stdin{piped: true, taint: w.pipeOutTaint(b.X, fr.in.taint)}
+		last := off
+		if fr.dialect == DialectBash && w.opts.monitor != on {
+			last = w.opts.lastpipe
+			if last == on && w.opts.monitor == maybe {
+				last = maybe
+			}
+		}
+		switch last {
+		case on:
+			w.walkStmt(b.Y, right)
+		case maybe:
+			right.cond = true
+			w.walkStmt(b.Y, right)
+		default:
+			w.subshell(func() { w.walkStmt(b.Y, right) })
+		}
 	default:
 		w.walkStmt(b.X, fr)
 		w.walkStmt(b.Y, fr)
@@ -337,10 +436,27 @@ func (w *walker) child(fr frame, fn func()) {
 				i++
 			}
 		}
+		w.startProcess()
 		c := fr
 		c.prefix = nil
 		fn()
 	})
+}
+
+// startProcess resets what a new process does not inherit: set -o options
+// (unless SHELLOPTS is exported), shopt options (unless BASHOPTS is), the
+// pushd stack, a stdin that exec gave the parent (the child gets it through
+// its frame), and the directory as its $PWD names it.
+func (w *walker) startProcess() {
+	if v, ok := w.vars.get("SHELLOPTS"); !ok || !v.exported {
+		w.opts.physical, w.opts.privileged, w.opts.monitor = off, off, off
+	}
+	if v, ok := w.vars.get("BASHOPTS"); !ok || !v.exported {
+		w.opts.lastpipe = off
+	}
+	w.dirs = dirStack{}
+	w.execStdin = nil
+	w.startDir()
 }
 
 func sameSlice(a, b []string) bool {
@@ -433,6 +549,8 @@ func (w *walker) callFunc(def *funcDef, args []arg, fr frame) {
 	c.cond = true
 	c.depth = fr.depth + 1
 	c.context = fr.context
+	// The body reads the stdin of the call, not of the definition.
+	c.in, c.shellIn = fr.in, fr.in
 	c = c.with("function:" + def.decl.Name.Value)
 	c.posTaint = false
 	for _, a := range args[1:] {
@@ -480,13 +598,13 @@ func (w *walker) substNode(node syntax.Node, fr frame) {
 		switch n := n.(type) {
 		case *syntax.CmdSubst:
 			c := fr
-			c.piped, c.stdinCode, c.stdinFile, c.stdinDynamic, c.stdinTaint = false, nil, "", false, ""
+			c.in = fr.shellIn // expanded before the statement's redirections
 			w.subshell(func() { w.walkStmts(n.Stmts, c.with("cmdsubst")) })
 			return false
 		case *syntax.ProcSubst:
 			c := fr
 			c.cond = true
-			c.piped, c.stdinCode, c.stdinFile, c.stdinDynamic, c.stdinTaint = false, nil, "", false, ""
+			c.in = fr.shellIn
 			w.subshell(func() { w.walkStmts(n.Stmts, c.with("procsubst")) })
 			return false
 		case *syntax.ArithmExp:
@@ -752,21 +870,6 @@ func (w *walker) noteRedirect(r *Redirect, fr frame) {
 	if r.Write && !r.Dynamic {
 		w.noteWrite(r.Path, r.Pos, fr)
 	}
-}
-
-// abs makes a path absolute against the current directory; "" when it
-// cannot.
-func (w *walker) abs(p string) string {
-	if p == "" {
-		return ""
-	}
-	if path.IsAbs(p) {
-		return path.Clean(p)
-	}
-	if w.cwd == "" {
-		return ""
-	}
-	return path.Join(w.cwd, p)
 }
 
 func (w *walker) noteWrite(p string, pos Pos, fr frame) {

@@ -20,6 +20,7 @@ type value struct {
 	exported bool // visible to child processes
 	assoc    bool // declare -A: subscripts are strings, not arithmetic
 	nameref  string
+	unset    bool // known not to exist (unset, or never in the environment)
 }
 
 // env adapts the walker's variables to expand.Environ. Only variables whose

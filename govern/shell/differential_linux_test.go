@@ -1,0 +1,299 @@
+package shell
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"gotest.tools/v3/assert"
+)
+
+// TestCdDifferential replays cd and path-resolution constructs against the
+// real shells (bash 5.2 as bash, dash as sh) and checks that the script each
+// one actually ran is the one the analyzer pinned, or that the analyzer
+// said it could not know (script_not_inspected, opaque): never another file,
+// never silently nothing. The constructs are generated combinatorially: cd
+// forms x options x CDPATH forms x the way the script is named, over a tree
+// with symlinked and plain directories in which every candidate x.sh prints
+// its own name. Like mvdan/sh's TestRunnerRunConfirm, it skips when the
+// shells are missing, unless GOVERN_REQUIRE_SANDBOX is set.
+func TestCdDifferential(t *testing.T) {
+	root := diffTree(t)
+	ws := filepath.Join(root, "ws")
+	var cases []diffCase
+	for _, d := range []Dialect{DialectBash, DialectSh} {
+		if shellPath(t, d) == "" {
+			continue
+		}
+		cases = append(cases, cdConstructs(d, root)...)
+		cases = append(cases, stdinConstructs(d)...)
+	}
+	if len(cases) == 0 {
+		t.Skip("neither /bin/bash nor dash is installed")
+	}
+	// Run every construct through the real shell first, two at a time.
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 2)
+	for i := range cases {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			cases[i].ran, cases[i].out = runShell(shellPath(t, cases[i].dialect), ws, root, cases[i])
+		}()
+	}
+	wg.Wait()
+
+	counts := map[string]int{}
+	for _, c := range cases {
+		got := judge(t, c, root, ws)
+		counts[string(c.dialect)+" "+got]++
+	}
+	t.Logf("%d constructs (%d bash, %d sh): %v", len(cases), counts["bash exact"]+counts["bash unknown"]+counts["bash nothing ran"], counts["sh exact"]+counts["sh unknown"]+counts["sh nothing ran"], counts)
+	if counts["bash exact"] == 0 {
+		t.Error("no bash construct was judged exactly: the differential does not test anything")
+	}
+}
+
+type diffCase struct {
+	dialect Dialect
+	text    string
+	env     map[string]string
+	stdin   string
+	// filled by the run
+	ran string // the x.sh that ran, relative to the tree's root; "stdin" for the stdin code
+	out string
+}
+
+// judge compares one construct's real run with its analysis and returns
+// "exact", "unknown" or "nothing ran".
+func judge(t *testing.T, c diffCase, root, ws string) string {
+	t.Helper()
+	a := Analyze(Input{
+		Text: c.text, Dialect: c.dialect, Cwd: ws,
+		Path:            []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"},
+		Home:            filepath.Join(root, "home"),
+		InspectionRoots: []string{root}, WritableRoots: []string{root},
+		Env: c.env, Stdin: []byte(c.stdin),
+	})
+	unknown := false
+	for _, f := range a.Flags {
+		if f.Kind == FlagScriptNotInspected || f.Kind == FlagOpaque {
+			unknown = true
+		}
+	}
+	var pinned []string
+	for _, p := range a.Pins {
+		rel, err := filepath.Rel(root, p.RealPath)
+		assert.NilError(t, err)
+		pinned = append(pinned, filepath.Dir(rel))
+	}
+	report := func(why string) {
+		var b strings.Builder
+		assert.NilError(t, a.WriteReport(&b))
+		t.Errorf("%s: %s\n$ %s\nenv %v\nthe shell printed: %q\n%s", c.dialect, why, c.text, c.env, c.out, b.String())
+	}
+	switch {
+	case c.ran == "":
+		return "nothing ran"
+	case c.ran == "stdin":
+		for _, cmd := range a.Commands {
+			if argvString(cmd.Argv) == "echo RAN:stdin" {
+				return "exact"
+			}
+		}
+		if !unknown {
+			report("the shell ran the code on stdin, which the analysis does not list")
+		}
+		return "unknown"
+	}
+	for _, p := range pinned {
+		if p == c.ran {
+			return "exact"
+		}
+	}
+	switch {
+	case len(pinned) > 0:
+		report(fmt.Sprintf("the shell ran %s/x.sh, the analyzer pinned %v", c.ran, pinned))
+	case !unknown:
+		report(fmt.Sprintf("the shell ran %s/x.sh, the analyzer pinned nothing and did not say it could not know", c.ran))
+	}
+	return "unknown"
+}
+
+// diffTree builds the tree: x.sh in plain and symlinked directories, each
+// printing its directory relative to the root.
+func diffTree(t *testing.T) string {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	assert.NilError(t, err)
+	for _, d := range []string{".", "ws", "ws/sub", "ws/c", "ws/c/sub", "ws/a", "ws/a/sub", "ws/a/b", "ws/a/b/sub", "home", "old", "other/sub"} {
+		assert.NilError(t, os.MkdirAll(filepath.Join(root, d), 0o755))
+		assert.NilError(t, os.WriteFile(filepath.Join(root, d, "x.sh"), []byte("echo RAN:"+d+"\n"), 0o755))
+	}
+	// There is no ws/b: cd l/../b finds no logical ws/b, and bash falls
+	// back to the physical ws/a/b.
+	for link, target := range map[string]string{
+		"ws/l": "a/b", "ws/la": filepath.Join(root, "ws/a/b"), "ws/up": "..", "ws/self": ".", "ws/c/lc": "../a",
+	} {
+		assert.NilError(t, os.Symlink(target, filepath.Join(root, link)))
+	}
+	return root
+}
+
+func shellPath(t *testing.T, d Dialect) string {
+	t.Helper()
+	p := "/bin/bash"
+	if d == DialectSh {
+		p = "/bin/sh"
+	}
+	_, err := os.Stat(p)
+	if err == nil && d == DialectSh {
+		if real, _ := filepath.EvalSymlinks(p); filepath.Base(real) != "dash" {
+			err = fmt.Errorf("/bin/sh is %s, not dash", real)
+		}
+	}
+	if err != nil {
+		if os.Getenv("GOVERN_REQUIRE_SANDBOX") != "" {
+			t.Fatalf("the %s differential needs %s: %v", d, p, err)
+		}
+		return ""
+	}
+	return p
+}
+
+// runShell runs one construct the way the executor does: no profile, an
+// environment built from nothing, the workspace as the directory.
+func runShell(sh, ws, root string, c diffCase) (ran, out string) {
+	args := []string{sh, "-c", c.text}
+	if c.dialect == DialectBash {
+		args = []string{sh, "--noprofile", "--norc", "-c", c.text}
+	}
+	cmd := &exec.Cmd{Path: sh, Args: args, Dir: ws}
+	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + filepath.Join(root, "home"), "LANG=C.UTF-8", "TERM=dumb", "PWD=" + ws}
+	for k, v := range c.env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Stdin = strings.NewReader(c.stdin)
+	var b bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &b, &b
+	_ = cmd.Run()
+	for _, line := range strings.Split(b.String(), "\n") {
+		if r, ok := strings.CutPrefix(line, "RAN:"); ok {
+			ran = r
+		}
+	}
+	return ran, b.String()
+}
+
+// cdConstructs generates the cd constructs of one dialect: options x CDPATH
+// forms x cd forms x the way the script is named.
+func cdConstructs(d Dialect, root string) []diffCase {
+	operands := []string{"sub", "./sub", "l", "l/..", "l/../sub", "l/../b", "la/..", "la/../sub", "self/l/..",
+		"up/ws/l/..", "c/lc/..", "c/lc/../sub", "$ROOT/ws/l/..", "$ROOT/ws/la/../b", "''", "nope", "l/sub/..", "..", "../ws/sub", "a//b/", "-"}
+	flags := []string{"", "-P ", "-L "}
+	// Forms that are not one cd: the command word comes first, so a CDPATH
+	// prefix lands on it.
+	compound := []string{"cd", "cd l; cd ..", "cd l; cd ../sub", "cd -P l; cd ..", "cd l; cd -", "cd sub; cd -; cd -"}
+	if d == DialectBash {
+		compound = append(compound, "pushd sub; popd", "pushd l; pushd", "pushd l; cd ..; popd", "pushd sub", "cd l; cd -P ../sub")
+	}
+	modes := []string{""}
+	if d == DialectBash {
+		modes = append(modes, "set -P; ", "set -o posix; ", "set -p; ")
+	}
+	type cdpath struct {
+		prefix, assign string
+		env            map[string]string
+	}
+	cdpaths := []cdpath{
+		{}, {prefix: "CDPATH=c "}, {assign: "CDPATH=$ROOT/other; "}, {assign: "CDPATH=:c; "},
+		{assign: "CDPATH=/nonexistent:c:; "}, {assign: "CDPATH=c/lc/..; "}, {env: map[string]string{"CDPATH": "c"}},
+	}
+	runs := []string{"bash x.sh", "bash ../x.sh"}
+	if d == DialectSh {
+		runs = []string{"sh x.sh", ". ../x.sh"}
+	}
+	var cds []string
+	for _, op := range operands {
+		for _, f := range flags {
+			cds = append(cds, "cd "+f+op)
+		}
+	}
+	cds = append(cds, compound...)
+	var out []diffCase
+	for _, mode := range modes {
+		for _, cp := range cdpaths {
+			for _, cd := range cds {
+				envs := []map[string]string{cp.env}
+				if strings.HasSuffix(cd, " -") {
+					// cd - with an OLDPWD the call passes, and without one.
+					envs = append(envs, merge(cp.env, map[string]string{"OLDPWD": "$ROOT/old"}))
+				}
+				for _, env := range envs {
+					for _, run := range runs {
+						text := mode + cp.assign + cp.prefix + strings.ReplaceAll(cd, ";", " >/dev/null 2>&1;") + " >/dev/null 2>&1; " + run
+						out = append(out, diffCase{dialect: d, text: strings.ReplaceAll(text, "$ROOT", root), env: expandEnv(env, root)})
+					}
+				}
+			}
+		}
+	}
+	// Script names that go through a symlink without any cd.
+	for _, name := range []string{"l/../x.sh", "./l/../x.sh", "la/../x.sh", "c/lc/../sub/x.sh", "self/l/../x.sh", "$ROOT/ws/l/../x.sh", "/proc/self/cwd/x.sh", "up/ws/x.sh"} {
+		for _, run := range []string{"bash ", ". ", "sh "} {
+			out = append(out, diffCase{dialect: d, text: strings.ReplaceAll(run+name, "$ROOT", root)})
+		}
+	}
+	return out
+}
+
+// stdinConstructs read a script from the call's stdin through its aliases.
+func stdinConstructs(d Dialect) []diffCase {
+	var out []diffCase
+	for _, name := range []string{"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0", "/proc/thread-self/fd/0", "//dev//stdin", "-", "-s", "/dev/fd/3 3<&0"} {
+		for _, how := range []string{"bash ", "sh ", ". ", "bash -c 'bash %s'", "cd /dev && bash "} {
+			text := how + name
+			if strings.Contains(how, "%s") {
+				text = fmt.Sprintf(how, name)
+			}
+			if how == ". " && (name == "-" || name == "-s") {
+				continue
+			}
+			if how == "cd /dev && bash " {
+				if !strings.HasPrefix(name, "/dev/") || strings.Contains(name, " ") {
+					continue
+				}
+				text = how + strings.TrimPrefix(name, "/dev/")
+			}
+			out = append(out, diffCase{dialect: d, text: text, stdin: "echo RAN:stdin\n"})
+		}
+	}
+	return out
+}
+
+func merge(a, b map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}
+
+func expandEnv(env map[string]string, root string) map[string]string {
+	if env == nil {
+		return nil
+	}
+	out := map[string]string{}
+	for k, v := range env {
+		out[k] = strings.ReplaceAll(v, "$ROOT", root)
+	}
+	return out
+}
