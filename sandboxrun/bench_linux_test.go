@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mitrity/mitrity/govern/sandbox"
+	"github.com/mitrity/mitrity/govern/secretscan"
 )
 
 // BenchmarkStartup runs, interleaved so that the machine's load falls on
@@ -201,4 +202,49 @@ func sameMounts(b *testing.B, helper string, spec *sandbox.Spec) []string {
 		}
 	}
 	return append(args, "--", "/bin/true")
+}
+
+// BenchmarkExecGuard is the exec guard's cost on a build-like workload,
+// many short program starts: bash running /bin/true 500 times in one
+// sandboxed run, with a credential injected (every execve waits for the
+// supervisor's check of its command line) and without, interleaved. It
+// reports each median and their ratio (the target is 1.10 at most).
+func BenchmarkExecGuard(b *testing.B) {
+	requireSandbox(b)
+	bin := sandboxrunBin(b)
+	ws := scratch(b)
+	plain := sandbox.Spec{
+		Argv: []string{"/bin/bash", "--noprofile", "--norc", "-c", "for i in $(seq 500); do /bin/true; done"},
+		Env:  []string{"PATH=/usr/bin:/bin"}, Cwd: ws, WorkspaceRoots: []string{ws},
+		Seccomp: sandbox.SeccompRequired, TimeoutMS: 60000,
+	}
+	guarded := plain
+	guarded.Env = append(slices.Clone(plain.Env), "TOKEN=ghp_benchToken0123456789abcdefABCDEF")
+	guarded.Credentials = []secretscan.Secret{{ID: "tok", Value: "ghp_benchToken0123456789abcdefABCDEF"}}
+	cases := []struct {
+		name string
+		spec *sandbox.Spec
+	}{{"plain", &plain}, {"guarded", &guarded}}
+	samples := make([][]time.Duration, len(cases))
+	for _, c := range cases {
+		if err := runSpecOnce(bin, c.spec); err != nil {
+			b.Fatalf("%s: %v", c.name, err)
+		}
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for j, c := range cases {
+			start := time.Now()
+			if err := runSpecOnce(bin, c.spec); err != nil {
+				b.Fatalf("%s: %v", c.name, err)
+			}
+			samples[j] = append(samples[j], time.Since(start))
+		}
+	}
+	b.StopTimer()
+	p, g := median(samples[0]), median(samples[1])
+	b.ReportMetric(p, "plain-ms")
+	b.ReportMetric(g, "guarded-ms")
+	b.ReportMetric(g/p, "guarded/plain")
+	b.ReportMetric(0, "ns/op")
 }

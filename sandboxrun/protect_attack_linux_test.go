@@ -18,6 +18,7 @@ import (
 
 	"github.com/mitrity/mitrity/govern"
 	"github.com/mitrity/mitrity/govern/sandbox"
+	"github.com/mitrity/mitrity/govern/secretscan"
 )
 
 // The repository metadata a host git executes from, attacked from inside
@@ -307,5 +308,85 @@ func TestAttackCwdSwap(t *testing.T) {
 		n := <-swapped
 		t.Logf("%d swaps: %d runs in the workspace, %d refused, %d outside", n, inWS, refused, outside)
 		assert.Check(t, inWS > 0 && refused > 0, "the swap did not race both ways: the test proves nothing")
+	})
+}
+
+// cmdlineWatch reads every host process's command line every 10 ms until
+// stop, and reports whether value was ever on one.
+func cmdlineWatch(value string) (stop func() []string) {
+	done := make(chan struct{})
+	seen := make(chan []string, 1)
+	go func() {
+		var hits []string
+		for {
+			select {
+			case <-done:
+				seen <- hits
+				return
+			default:
+			}
+			hits = append(hits, hostProcsWith(value)...)
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	return func() []string { close(done); return <-seen }
+}
+
+// The exec guard with code the analyzer never sees: a Python subprocess,
+// a compiled program, a script written at run time, each putting the
+// injected value on a child's command line while the host's /proc is
+// watched. The value never appears there; each start is refused.
+func TestAttackArgvGuard(t *testing.T) {
+	forEachIdentity(t, func(t *testing.T, id identity) {
+		ws := id.workspace(t)
+		token := "ghp_argvGuard" + randHex(t) + "0123456789abcdef"
+		src := filepath.Join(ws, "leak.c")
+		assert.NilError(t, os.WriteFile(src, []byte(`#include <stdlib.h>
+#include <unistd.h>
+#include <stdio.h>
+int main(void) {
+	char *t = getenv("TOKEN");
+	char *argv[] = {"/bin/sh", "-c", "sleep 3", t, NULL};
+	execv("/bin/sh", argv);
+	perror("execv");
+	return 3;
+}
+`), 0o644))
+		bin := filepath.Join(ws, "leak")
+		if out, err := exec.Command("cc", "-o", bin, src).CombinedOutput(); err != nil {
+			t.Fatalf("cc: %v: %s", err, out)
+		}
+		id.own(t, ws)
+		script := `python3 -c 'import os, subprocess
+try:
+    subprocess.run(["/bin/sh", "-c", "sleep 3", os.environ["TOKEN"]]); print("py-ran")
+except PermissionError: print("py-refused")'
+./leak; echo "c=$?"
+printf '/bin/sh -c "sleep 3" "%s-x"\n' "$TOKEN" > gen.sh; bash gen.sh; echo "gen=$?"
+perl -e 'exec "/bin/sh", "-c", "sleep 3", "$ENV{TOKEN}" or print "perl-refused $!\n"'
+/bin/sh -c 'sleep 0.2' "$(printf %s "$TOKEN" | od -An -tx1 | tr -d ' \n')"; echo "hex=$?"`
+		s := id.spec(ws, script)
+		s.Env = append(s.Env, "TOKEN="+token)
+		s.Credentials = []secretscan.Secret{{ID: "tok", Value: token}}
+		stop := cmdlineWatch(token)
+		o := id.run(t, s)
+		seen := stop()
+		assert.Check(t, is.Len(seen, 0), "the value was on a host command line: %v", seen)
+		assert.Check(t, is.Equal(o.Status, govern.StatusCompleted), o.Message)
+		for _, want := range []string{"py-refused", "execv: Operation not permitted", "c=3", "gen=126", "perl-refused Operation not permitted", "hex=126"} {
+			assert.Check(t, is.Contains(o.stdout+o.stderr, want))
+		}
+		assert.Check(t, len(o.ArgvRefused) >= 5, "%+v", o.ArgvRefused)
+		// The control: without the guard the same program does put it
+		// there (the watch can see it).
+		ctl := exec.Command(bin)
+		ctl.Env = []string{"TOKEN=" + token}
+		stop = cmdlineWatch(token)
+		assert.NilError(t, ctl.Start())
+		time.Sleep(300 * time.Millisecond)
+		seen = stop()
+		ctl.Process.Kill()
+		ctl.Wait()
+		assert.Check(t, len(seen) > 0, "control: the watch did not see the value on a host process")
 	})
 }

@@ -71,6 +71,14 @@ type Run struct {
 	// after it: the sandbox holds existing ones read-only, but cannot hold
 	// a missing one without creating it on the host.
 	ProtectedCreated []string
+	// ProtectedModified are protected paths whose content changed.
+	ProtectedModified []string
+	// ArgvRefused are the program starts the sandbox's exec guard refused:
+	// an argument carried an injected credential.
+	ArgvRefused []ArgvRefusal
+	// CredentialWritten are files in the workspace the run changed that
+	// hold a credential it was given.
+	CredentialWritten []CredentialWritten
 }
 
 // Output is one stream as the executor saw it.
@@ -243,6 +251,9 @@ func executionOf(r *Run, s scrubber) *Execution {
 		Egress:              Egress{Allowed: r.EgressAllowed, Denied: r.EgressDenied, DeniedHosts: []string{}},
 		LimitsEnforced:      map[Limit]LimitEnforcement{},
 		ProtectedCreated:    []string{},
+		ProtectedModified:   []string{},
+		ArgvRefused:         []ArgvRefusal{},
+		CredentialWritten:   []CredentialWritten{},
 	}
 	if r.SandboxMode != nil {
 		m := *r.SandboxMode
@@ -283,6 +294,17 @@ func executionOf(r *Run, s scrubber) *Execution {
 	}
 	for _, p := range r.ProtectedCreated {
 		x.ProtectedCreated = append(x.ProtectedCreated, s.scrub(p))
+	}
+	for _, p := range r.ProtectedModified {
+		x.ProtectedModified = append(x.ProtectedModified, s.scrub(p))
+	}
+	for _, a := range r.ArgvRefused {
+		a.Program = s.scrub(a.Program)
+		x.ArgvRefused = append(x.ArgvRefused, a)
+	}
+	for _, w := range r.CredentialWritten {
+		w.Path = s.scrub(w.Path)
+		x.CredentialWritten = append(x.CredentialWritten, w)
 	}
 	return x
 }

@@ -170,8 +170,34 @@ type Execution struct {
 	Egress              Egress                     `json:"egress"`
 	LimitsEnforced      map[Limit]LimitEnforcement `json:"limits_enforced"`
 	// ProtectedCreated lists protected paths the command created: absent
-	// before the run, present after it (detected, not prevented).
+	// before the run, present after it (a watched name kills the run and
+	// is moved aside; a new repository is only reported).
 	ProtectedCreated []string `json:"protected_created"`
+	// ProtectedModified lists protected paths whose content changed
+	// though they were held read-only: the protection was bypassed.
+	ProtectedModified []string `json:"protected_modified"`
+	// ArgvRefused lists the program starts the sandbox refused because an
+	// argument carried an injected credential (credential_in_argv at run
+	// time): the program, the argument's position and the credential's
+	// id, never the value.
+	ArgvRefused []ArgvRefusal `json:"argv_refused"`
+	// CredentialWritten lists the files in the workspace the run changed
+	// that hold a credential it was given (any form redaction knows):
+	// where a granted run left a value for others to find.
+	CredentialWritten []CredentialWritten `json:"credential_written"`
+}
+
+// CredentialWritten is one file a run left holding a credential.
+type CredentialWritten struct {
+	Path       string `json:"path"`
+	Credential string `json:"credential"`
+}
+
+// ArgvRefusal is one program start the exec guard refused.
+type ArgvRefusal struct {
+	Program    string `json:"program"`
+	Argument   int    `json:"argument"`
+	Credential string `json:"credential"`
 }
 
 // Stream is the size of one output stream.

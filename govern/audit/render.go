@@ -207,6 +207,25 @@ func RenderCard(w io.Writer, ev *Event) error {
 			p.line("    " + oneLine(c))
 		}
 	}
+	if len(x.ProtectedModified) > 0 {
+		p.line("  Protected paths changed (held read-only: the protection was bypassed)")
+		for _, c := range x.ProtectedModified {
+			p.line("    " + oneLine(c))
+		}
+	}
+	if len(x.CredentialWritten) > 0 {
+		p.line("  Credentials left in the workspace (files the run changed that hold one)")
+		for _, w := range x.CredentialWritten {
+			p.line(fmt.Sprintf("    %s\t%s", oneLine(w.Path), w.Credential))
+		}
+	}
+	if len(x.ArgvRefused) > 0 {
+		p.line("  Program starts refused (credential_in_argv: an argument carried an injected credential)")
+		p.line("    PROGRAM\tARGUMENT\tCREDENTIAL")
+		for _, a := range x.ArgvRefused {
+			p.line(fmt.Sprintf("    %s\t%d\t%s", oneLine(a.Program), a.Argument, a.Credential))
+		}
+	}
 	if x.Status.Started() {
 		p.line("  Limits enforced (false is a platform gap on this host, not a silent one)")
 	} else {

@@ -64,6 +64,12 @@ type Result struct {
 	Limits *sandbox.LimitsEnforced
 	// ProtectedCreated lists protected paths the command created.
 	ProtectedCreated []string
+	// ProtectedModified lists protected paths whose content changed.
+	ProtectedModified []string
+	// ArgvRefused are the program starts the exec guard refused.
+	ArgvRefused []sandbox.ArgvRefusal
+	// CredentialWritten are files the run left holding a credential.
+	CredentialWritten []sandbox.WrittenCredential
 	// Egress is the report of the run's mitrity-egressproxy: the counts and
 	// the first 16 distinct refused destinations, each with its reason
 	// (Egress.Denials, one DLP unauthorized_destination event each), in

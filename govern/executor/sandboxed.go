@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"github.com/mitrity/mitrity/govern/secretscan"
 	"io"
 	"os"
 	"time"
@@ -49,6 +50,11 @@ func (e *Executor) runSandboxed(ctx context.Context, p *plan.Plan, creds map[str
 		spec.RunAs = &sandbox.Identity{UID: u.UID, GID: u.GID}
 	}
 	r.CredentialsInjected = p.CredentialIDs()
+	for _, id := range r.CredentialsInjected {
+		// No process of the run may start another with one of these on
+		// its command line (the sandbox's exec guard).
+		spec.Credentials = append(spec.Credentials, secretscan.Secret{ID: id, Value: creds[id]})
+	}
 
 	// The run's only way out: mitrity-egressproxy on a private Unix socket,
 	// reached through the sandbox's loopback bridge. An empty allowlist is
@@ -92,7 +98,8 @@ func (e *Executor) runSandboxed(ctx context.Context, p *plan.Plan, creds map[str
 	limits := sres.LimitsEnforced
 	r.Limits = &limits
 	r.DaemonKill = limits.DaemonKill.Enforced
-	r.ProtectedCreated = sres.ProtectedCreated
+	r.ProtectedCreated, r.ProtectedModified, r.ArgvRefused = sres.ProtectedCreated, sres.ProtectedModified, sres.ArgvRefused
+	r.CredentialWritten = sres.CredentialWritten
 	return r
 }
 

@@ -64,5 +64,27 @@ type Result struct {
 	// before the run: they are bound read-only, so a change means the
 	// protection was bypassed.
 	ProtectedModified []string `json:"protected_modified,omitempty"`
-	Message           string   `json:"message,omitempty"`
+	// ArgvRefused are the program starts the exec guard refused because
+	// an argument carried an injected credential.
+	ArgvRefused []ArgvRefusal `json:"argv_refused,omitempty"`
+	// CredentialWritten are the files in the workspace the run changed
+	// that hold a credential it was given (found after the run).
+	CredentialWritten []WrittenCredential `json:"credential_written,omitempty"`
+	Message           string              `json:"message,omitempty"`
+}
+
+// WrittenCredential is a file a run left holding a credential it was
+// given, and which.
+type WrittenCredential struct {
+	Path       string `json:"path"`
+	Credential string `json:"credential"`
+}
+
+// ArgvRefusal is one execve the exec guard refused: the program and the
+// position of the argument that carried a credential, and which
+// credential (never the value).
+type ArgvRefusal struct {
+	Program    string `json:"program"`
+	Argument   int    `json:"argument"`
+	Credential string `json:"credential"`
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/mitrity/mitrity/govern/secretscan"
 	"path/filepath"
 	"strings"
 	"time"
@@ -107,6 +108,10 @@ type Spec struct {
 	ProtectedExtra []string `json:"protected_extra,omitempty"`
 	// Pins are the judged scripts.
 	Pins []Pin `json:"pins,omitempty"`
+	// Credentials are the values injected into the run (through Env or
+	// CredFiles), by credential id: no process of the run may start
+	// another with one on its command line (the exec guard refuses it).
+	Credentials []secretscan.Secret `json:"credentials,omitempty"`
 	// CredFiles are materialised, mode 0400, under govern.CredentialDir
 	// inside the sandbox; $MITRITY_CRED_DIR names the directory.
 	CredFiles map[string]string `json:"cred_files,omitempty"`

@@ -23,6 +23,7 @@ import (
 
 	"github.com/mitrity/mitrity/govern"
 	"github.com/mitrity/mitrity/govern/sandbox/initproc"
+	"github.com/mitrity/mitrity/govern/secretscan"
 )
 
 // start runs bubblewrap and supervises the sandbox to the end. It reports
@@ -75,6 +76,23 @@ func (e *execution) start(ctx context.Context, l Layout) (Result, bool) {
 		e.parentOnly = append(e.parentOnly, bridgeEnd)
 		e.childOnly = append(e.childOnly, child)
 		fixed = append(fixed, child)
+	}
+	// The exec guard, for a run that carries credentials: init hands its
+	// listener out on a socketpair.
+	var guardEnd *os.File
+	guardFD := 0
+	matcher := secretscan.NewMatcher(s.Credentials)
+	if !matcher.Empty() {
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return fail(fmt.Errorf("exec guard socketpair: %w", err))
+		}
+		guardEnd = os.NewFile(uintptr(fds[0]), "guard")
+		child := os.NewFile(uintptr(fds[1]), "guard-child")
+		e.parentOnly = append(e.parentOnly, guardEnd)
+		e.childOnly = append(e.childOnly, child)
+		fixed = append(fixed, child)
+		guardFD = 2 + len(fixed)
 	}
 	fixed = append(fixed, infoW)
 	// The layout's descriptors were numbered from 3 on: put init's first
@@ -148,6 +166,9 @@ func (e *execution) start(ctx context.Context, l Layout) (Result, bool) {
 	if err != nil {
 		return fail(fmt.Errorf("protected paths: %w", err))
 	}
+	// What the run changes is what changed from now (a ctime is never
+	// set back by the program).
+	runStart := time.Now()
 	// The parent-death signal follows the thread that forks: keep it.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -178,6 +199,21 @@ func (e *execution) start(ctx context.Context, l Layout) (Result, bool) {
 		}()
 	} else {
 		bridged <- nil
+	}
+
+	guarded := make(chan *execGuard, 1)
+	stopGuard := make(chan struct{})
+	if guardEnd != nil {
+		go func() {
+			lfd, err := receiveGuard(int(guardEnd.Fd()))
+			if err != nil {
+				guarded <- nil
+				return
+			}
+			guarded <- serveGuard(lfd, matcher, stopGuard)
+		}()
+	} else {
+		guarded <- nil
 	}
 
 	sb := &sandboxProc{pid: readInfo(infoR), pidfd: -1}
@@ -220,6 +256,7 @@ func (e *execution) start(ctx context.Context, l Layout) (Result, bool) {
 			Env:     e.env(),
 			Rlimits: rl,
 			Bridge:  bridgeEnd != nil,
+			GuardFD: guardFD,
 			Join:    joins,
 		})
 		cfgW.Close()
@@ -246,6 +283,11 @@ func (e *execution) start(ctx context.Context, l Layout) (Result, bool) {
 		unix.Shutdown(int(bridgeEnd.Fd()), unix.SHUT_RDWR)
 	}
 	(<-bridged).close()
+	if guardEnd != nil {
+		unix.Shutdown(int(guardEnd.Fd()), unix.SHUT_RDWR) // a receive still waiting
+	}
+	close(stopGuard)
+	refused, guardErr := (<-guarded).finish()
 	st := summarize(<-statuses)
 	bwrapErr := strings.TrimSpace(<-errText)
 
@@ -257,6 +299,22 @@ func (e *execution) start(ctx context.Context, l Layout) (Result, bool) {
 		return notStarted(govern.StatusFailedToStart, govern.ReasonSpawnError, "live register: %v", liveErr), false
 	}
 	e.reportProtected(&res, hits)
+	res.ArgvRefused = refused
+	if !matcher.Empty() {
+		var partial bool
+		e.asSandboxUser(func() {
+			res.CredentialWritten, partial = findWritten(append(slices.Clone(l.WorkspaceRoots), l.WriteBinds...), runStart, matcher)
+		})
+		if partial {
+			e.notes = append(e.notes, "the search of the workspace for credentials the run wrote stopped at its bounds: it may have missed some")
+		}
+	}
+	if guardErr != nil {
+		e.notes = append(e.notes, "exec guard: "+guardErr.Error())
+	}
+	if m := guardRefusalMessage(refused); m != "" {
+		e.notes = append(e.notes, m)
+	}
 	if st.cwdOutside {
 		return notStarted(govern.StatusNeverRan, govern.ReasonCwdOutsideWorkspace, "%s", st.err), false
 	}

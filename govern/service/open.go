@@ -51,6 +51,7 @@ func Open(cfg *config.Config, logger zerolog.Logger, extra ...ownfiles.File) (*S
 	}
 	svc := New(Deps{Config: cfg, Audit: w, Logger: logger})
 	svc.extra = extra
+	svc.known.readable(cfg)
 	svc.gen.Store(g)
 	svc.probed = time.Now() // build just probed
 	return svc, nil
@@ -192,6 +193,7 @@ func (s *Service) Reload(cfg *config.Config, logger zerolog.Logger) error {
 	if err != nil {
 		return err
 	}
+	s.known.readable(cfg)
 	s.gen.Store(g)
 	s.probed = time.Now()
 	// The old feed watcher stops; calls still running under the old

@@ -50,6 +50,9 @@ type Service struct {
 	tickets *ticket.Store
 	metrics *metrics.Metrics // nil: none
 	reload  sync.Mutex       // one Reload (or re-probe) at a time
+	// known are the credential values this gateway has, redacted from
+	// every run's output.
+	known known
 	// extra are the own files the gateway's flags name (Open), kept for
 	// every reload.
 	extra  []ownfiles.File
@@ -406,7 +409,11 @@ func (s bound) run(ctx context.Context, pr *prepared, live Output) Result {
 	if err != nil {
 		return s.failed(ctx, st, base, mode, ceiling, err)
 	}
-	red, err := dlp.NewRedactor(secrets)
+	s.known.add(secrets...)
+	// Every value the gateway has, not only the run's own: a value
+	// another run left in the workspace is redacted here too.
+	redacted := s.known.with(secrets)
+	red, err := dlp.NewRedactor(redacted)
 	if err != nil {
 		return s.failed(ctx, st, base, mode, ceiling, err)
 	}
@@ -439,7 +446,13 @@ func (s bound) run(ctx context.Context, pr *prepared, live Output) Result {
 		Stdout:         audit.Output{Redacted: []byte(stdout), Produced: r.Stdout.Bytes, Discarded: r.Stdout.Discarded, Truncated: r.Stdout.Truncated},
 		Stderr:         audit.Output{Redacted: []byte(stderr), Produced: r.Stderr.Bytes, Discarded: r.Stderr.Discarded, Truncated: r.Stderr.Truncated},
 		RedactionCount: redactions, Pins: a.Pins, PinMethod: audit.PinVerify, CredentialsInjected: r.CredentialsInjected,
-		Limits: limitsOf(r), ProtectedCreated: r.ProtectedCreated,
+		Limits: limitsOf(r), ProtectedCreated: r.ProtectedCreated, ProtectedModified: r.ProtectedModified,
+	}
+	for _, a := range r.ArgvRefused {
+		run.ArgvRefused = append(run.ArgvRefused, audit.ArgvRefusal{Program: a.Program, Argument: a.Argument, Credential: a.Credential})
+	}
+	for _, w := range r.CredentialWritten {
+		run.CredentialWritten = append(run.CredentialWritten, audit.CredentialWritten{Path: w.Path, Credential: w.Credential})
 	}
 	if r.PinMethod == string(audit.PinBind) {
 		run.PinMethod = audit.PinBind
@@ -452,7 +465,7 @@ func (s bound) run(ctx context.Context, pr *prepared, live Output) Result {
 	}
 	rec := base
 	rec.Run = run
-	rec.Secrets = secretMap(secrets)
+	rec.Secrets = secretMap(redacted)
 	if r.Status != govern.StatusCompleted && (r.Reason != "" || r.Message != "") {
 		// Why it did not complete, in words (a dead egress proxy ends a
 		// run as killed with no reason code, only this message).
@@ -492,6 +505,20 @@ func (s bound) run(ctx context.Context, pr *prepared, live Output) Result {
 	}
 	if len(created) > 0 {
 		stderr += fmt.Sprintf("\n[protected paths created, reported to the operator: %s]\n", strings.Join(created, ", "))
+	}
+	if n := len(r.ArgvRefused); n > 0 {
+		first := r.ArgvRefused[0]
+		prog, _ := red.Redact([]byte(first.Program))
+		stderr += fmt.Sprintf("\n[credential_in_argv: the sandbox refused %d program start(s) whose command line carried the injected credential %s (first: %s, argument %d); a credential reaches a program through its environment or a file under $MITRITY_CRED_DIR, never as an argument]\n",
+			n, first.Credential, prog, first.Argument)
+	}
+	if len(r.CredentialWritten) > 0 {
+		var paths []string
+		for _, w := range r.CredentialWritten {
+			b, _ := red.Redact([]byte(w.Path))
+			paths = append(paths, string(b)+" ("+w.Credential+")")
+		}
+		stderr += fmt.Sprintf("\n[the run left an injected credential in the workspace, reported to the operator: %s]\n", strings.Join(paths, ", "))
 	}
 	var killedBecause string
 	if r.Status == govern.StatusKilled && r.Message != "" {

@@ -66,6 +66,12 @@ func Main() error {
 		env = WithProxy(env, port, true)
 	}
 
+	if cfg.GuardFD > 0 {
+		if err := installExecGuard(cfg.GuardFD); err != nil {
+			return fail(fmt.Errorf("sandbox init: %w", err))
+		}
+	}
+
 	notJoined := join(cfg.Join)
 	for _, j := range cfg.Join {
 		if _, failed := notJoined[j.Controller]; failed && j.Fallback != nil {

@@ -27,6 +27,11 @@ type Config struct {
 	// (the supervisor checked a path, which a symlink swapped since could
 	// lead elsewhere).
 	Roots []string `json:"roots,omitempty"`
+	// GuardFD, when not 0, is a socketpair end: init installs the exec
+	// guard (seccomp user notification of execve and execveat) and hands
+	// its listener out there, for the supervisor to check every command
+	// line of the run against the credentials injected into it.
+	GuardFD int `json:"guard_fd,omitempty"`
 }
 
 // Join is one cgroup v1 controller's per-execution cgroup.
