@@ -345,3 +345,60 @@ func TestMCPInspector(t *testing.T) {
 		t.Fatalf("denial: inspector exit %d, want 5", code)
 	}
 }
+
+// TestMCPHTTPTokenFileMasked: the bearer tokens of every agent are the
+// gateway's own file: a sandboxed command of an unprivileged gateway (the
+// same uid, so the file's mode does not stop it) cannot read them, even
+// where the host is visible.
+func TestMCPHTTPTokenFileMasked(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run the gateway as the test user")
+	}
+	w := newWorldBackend(t, true, e2ePolicy, "auto")
+	uid, gid := ensureUser(t)
+	dir, err := os.MkdirTemp("/var/tmp", "mitrity-e2e-tok-")
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	must(t, os.Chmod(dir, 0o755))
+	const token = "e2e-token-masked-0123456789abcdef"
+	tokFile := filepath.Join(dir, "tokens")
+	must(t, os.WriteFile(tokFile, []byte(token+" ci\n"), 0o600))
+	must(t, os.Chown(tokFile, int(uid), int(gid)))
+	addr := freePort(t)
+	cmd := exec.Command(w.bin, "--log-level", "error", "serve", "--http", addr, "--token-file", tokFile, "--config", w.cfg, "--admin-dir", w.admin)
+	cmd.Dir = w.ws
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "E2E_GITHUB_TOKEN=" + secretToken, "HOME=" + w.dir}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: w.asUser}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	must(t, cmd.Start())
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	url := "http://" + addr
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if resp, err := http.Post(url, "application/json", strings.NewReader(`{}`)); err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve --http did not come up:\n%s", stderr.String())
+		}
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1,
+		HTTPClient: &http.Client{Transport: bearerTransport{token}}}, nil)
+	must(t, err)
+	defer cs.Close()
+	r, err := callShell(t, ctx, cs, map[string]any{"command": "cat " + tokFile + "; ls -la " + dir + "; echo done"})
+	must(t, err)
+	if strings.Contains(r.text, token) || !strings.Contains(r.text, "done") || r.structured["sandbox_mode"] != "bubblewrap" {
+		t.Fatalf("the token file was read inside the sandbox: %+v", r)
+	}
+	// The control: the run user reads it on the host.
+	ctl := exec.Command("cat", tokFile)
+	ctl.SysProcAttr = &syscall.SysProcAttr{Credential: w.asUser}
+	if out, err := ctl.Output(); err != nil || !strings.Contains(string(out), token) {
+		t.Fatalf("control: %v %q", err, out)
+	}
+}
