@@ -16,21 +16,7 @@ import (
 // as the finding did; the next gateway started there must not load them,
 // a gateway pointed at them must refuse to start naming why, and neither
 // may ever run the planted credential command (its marker stays absent).
-func TestConfigPlacement(t *testing.T) {
-	for _, asUser := range []bool{false, true} {
-		name := "root-gateway"
-		if asUser {
-			name = "unprivileged-gateway"
-		}
-		t.Run(name, func(t *testing.T) {
-			if os.Geteuid() != 0 {
-				t.Skip("both identities need root to set up")
-			}
-			t.Parallel()
-			testConfigPlacement(t, asUser)
-		})
-	}
-}
+func TestConfigPlacement(t *testing.T) { forGatewayIdentities(t, testConfigPlacement) }
 
 func testConfigPlacement(t *testing.T, asUser bool) {
 	w := newWorldBackend(t, asUser, e2ePolicy, "auto")

@@ -23,21 +23,7 @@ import (
 // and, with the seccomp stage off (so that it can make a Unix socket at
 // all), connects to a hard link of the admin socket in its workspace and
 // approves the held call: refused, and the call is still held afterwards.
-func TestGatewayDirsUnreachable(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to set up both identities")
-	}
-	for _, asUser := range []bool{false, true} {
-		name := "root-gateway"
-		if asUser {
-			name = "unprivileged-gateway"
-		}
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			testGatewayDirs(t, asUser)
-		})
-	}
-}
+func TestGatewayDirsUnreachable(t *testing.T) { forGatewayIdentities(t, testGatewayDirs) }
 
 func testGatewayDirs(t *testing.T, asUser bool) {
 	policy := `default_agent:

@@ -14,34 +14,24 @@ import (
 // has, not only the run's own), and the first run's audit event names the
 // file it left the value in.
 func TestLaundering(t *testing.T) {
-	for _, asUser := range []bool{false, true} {
-		name := "root-gateway"
-		if asUser {
-			name = "unprivileged-gateway"
+	forGatewayIdentities(t, func(t *testing.T, asUser bool) {
+		w := newWorldBackend(t, asUser, e2ePolicy, "auto")
+		r := w.exec(t, "--agent", "ci", "--json", "--", `printf 'token=%s\n' "${credential:github_token}" > leak.txt; echo wrote`)
+		ev := eventOf(t, w, r)
+		written, _ := field(ev, "data", "execution", "credential_written").([]any)
+		leak := filepath.Join(w.ws, "leak.txt")
+		if len(written) != 1 || field(written[0].(map[string]any), "path") != leak || field(written[0].(map[string]any), "credential") != "github_token" {
+			t.Errorf("the granted run's event does not name the file it left the credential in: %v", field(ev, "data", "execution"))
 		}
-		t.Run(name, func(t *testing.T) {
-			if os.Geteuid() != 0 {
-				t.Skip("both identities need root to set up")
-			}
-			t.Parallel()
-			w := newWorldBackend(t, asUser, e2ePolicy, "auto")
-			r := w.exec(t, "--agent", "ci", "--json", "--", `printf 'token=%s\n' "${credential:github_token}" > leak.txt; echo wrote`)
-			ev := eventOf(t, w, r)
-			written, _ := field(ev, "data", "execution", "credential_written").([]any)
-			leak := filepath.Join(w.ws, "leak.txt")
-			if len(written) != 1 || field(written[0].(map[string]any), "path") != leak || field(written[0].(map[string]any), "credential") != "github_token" {
-				t.Errorf("the granted run's event does not name the file it left the credential in: %v", field(ev, "data", "execution"))
-			}
-			if b, err := os.ReadFile(leak); err != nil || !strings.Contains(string(b), secretToken) {
-				t.Fatalf("control: the value is not in %s, the attack proves nothing: %v", leak, err)
-			}
-			// Another agent, no grant: its output is redacted anyway.
-			r2 := w.exec(t, "--agent", "local", "--", "cat leak.txt; base64 -w0 leak.txt; echo")
-			if strings.Contains(r2.stdout+r2.stderr, secretToken) || !strings.Contains(r2.stdout, "[REDACTED:credential:github_token]") {
-				t.Errorf("the value came back through an agent that holds no grant: %+v", r2)
-			}
-		})
-	}
+		if b, err := os.ReadFile(leak); err != nil || !strings.Contains(string(b), secretToken) {
+			t.Fatalf("control: the value is not in %s, the attack proves nothing: %v", leak, err)
+		}
+		// Another agent, no grant: its output is redacted anyway.
+		r2 := w.exec(t, "--agent", "local", "--", "cat leak.txt; base64 -w0 leak.txt; echo")
+		if strings.Contains(r2.stdout+r2.stderr, secretToken) || !strings.Contains(r2.stdout, "[REDACTED:credential:github_token]") {
+			t.Errorf("the value came back through an agent that holds no grant: %+v", r2)
+		}
+	})
 }
 
 // eventOf is the execution event of an exec --json result.

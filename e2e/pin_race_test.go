@@ -14,21 +14,7 @@ import (
 // a new x.sh over it while B waits to run it, and a rule denies what the
 // new one does. B runs the judged bytes, A's rename is refused while B
 // runs, and the host file is unchanged.
-func TestPinRace(t *testing.T) {
-	for _, asUser := range []bool{false, true} {
-		name := "root-gateway"
-		if asUser {
-			name = "unprivileged-gateway"
-		}
-		t.Run(name, func(t *testing.T) {
-			if os.Geteuid() != 0 {
-				t.Skip("both identities need root to set up")
-			}
-			t.Parallel()
-			testPinRace(t, asUser)
-		})
-	}
-}
+func TestPinRace(t *testing.T) { forGatewayIdentities(t, testPinRace) }
 
 func testPinRace(t *testing.T, asUser bool) {
 	policy := `default_agent:

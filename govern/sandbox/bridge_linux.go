@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"sync"
@@ -28,28 +29,38 @@ type bridge struct {
 	conns map[net.Conn]bool
 }
 
-// receiveListener reads the listener init sends on the socketpair end fd.
-func receiveListener(fd int) (net.Listener, error) {
-	buf := make([]byte, 1)
-	oob := make([]byte, unix.CmsgSpace(4))
-	n, oobn, _, _, err := unix.Recvmsg(fd, buf, oob, unix.MSG_CMSG_CLOEXEC)
+// receiveListener reads the listener init sends on the socketpair end.
+func receiveListener(end *os.File) (net.Listener, error) {
+	fd, err := receiveFD(end, "the bridge")
 	if err != nil {
 		return nil, err
 	}
+	f := os.NewFile(uintptr(fd), "sandbox-listener")
+	defer f.Close()
+	return net.FileListener(f)
+}
+
+// receiveFD reads the one descriptor init sends on a socketpair end (what
+// names it in errors).
+func receiveFD(end *os.File, what string) (int, error) {
+	buf := make([]byte, 1)
+	oob := make([]byte, unix.CmsgSpace(4))
+	n, oobn, _, _, err := unix.Recvmsg(int(end.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
+	if err != nil {
+		return -1, err
+	}
 	if n == 0 {
-		return nil, errors.New("the sandbox closed the bridge before handing its listener out")
+		return -1, fmt.Errorf("the sandbox closed %s before handing it out", what)
 	}
 	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
 	if err != nil || len(msgs) != 1 {
-		return nil, errors.New("no listener in the bridge message")
+		return -1, fmt.Errorf("no descriptor in %s's message", what)
 	}
 	fds, err := unix.ParseUnixRights(&msgs[0])
 	if err != nil || len(fds) != 1 {
-		return nil, errors.New("no listener in the bridge message")
+		return -1, fmt.Errorf("no descriptor in %s's message", what)
 	}
-	f := os.NewFile(uintptr(fds[0]), "sandbox-listener")
-	defer f.Close()
-	return net.FileListener(f)
+	return fds[0], nil
 }
 
 // serveBridge forwards every connection accepted on ln to socket until

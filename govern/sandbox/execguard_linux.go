@@ -68,28 +68,6 @@ type execGuard struct {
 	done    chan struct{}
 }
 
-// receiveGuard reads the listener init sends on the socketpair end fd.
-func receiveGuard(fd int) (int, error) {
-	buf := make([]byte, 1)
-	oob := make([]byte, unix.CmsgSpace(4))
-	n, oobn, _, _, err := unix.Recvmsg(fd, buf, oob, unix.MSG_CMSG_CLOEXEC)
-	if err != nil {
-		return -1, err
-	}
-	if n == 0 {
-		return -1, errors.New("the sandbox closed the exec guard before handing it out")
-	}
-	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-	if err != nil || len(msgs) != 1 {
-		return -1, errors.New("no listener in the exec guard's message")
-	}
-	fds, err := unix.ParseUnixRights(&msgs[0])
-	if err != nil || len(fds) != 1 {
-		return -1, errors.New("no listener in the exec guard's message")
-	}
-	return fds[0], nil
-}
-
 // serveGuard answers the notifications on listener until every process
 // under the filter is gone (or stop is closed).
 func serveGuard(listener int, m *secretscan.Matcher, stop <-chan struct{}) *execGuard {

@@ -65,33 +65,33 @@ func (e *execution) start(ctx context.Context, l Layout) (Result, bool) {
 		return fail(err)
 	}
 	fixed := []*os.File{cfgR, stW, stderr}
-	var bridgeEnd *os.File
-	if s.ProxySocket != "" {
+	// A socketpair to init: it hands a descriptor out on it (the egress
+	// bridge's listener, the exec guard's).
+	handOut := func(name string) (*os.File, error) {
 		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
-			return fail(fmt.Errorf("bridge socketpair: %w", err))
+			return nil, fmt.Errorf("%s socketpair: %w", name, err)
 		}
-		bridgeEnd = os.NewFile(uintptr(fds[0]), "bridge")
-		child := os.NewFile(uintptr(fds[1]), "bridge-child")
-		e.parentOnly = append(e.parentOnly, bridgeEnd)
+		end, child := os.NewFile(uintptr(fds[0]), name), os.NewFile(uintptr(fds[1]), name+"-child")
+		e.parentOnly = append(e.parentOnly, end)
 		e.childOnly = append(e.childOnly, child)
 		fixed = append(fixed, child)
+		return end, nil
 	}
-	// The exec guard, for a run that carries credentials: init hands its
-	// listener out on a socketpair.
+	var bridgeEnd *os.File
+	if s.ProxySocket != "" {
+		if bridgeEnd, err = handOut("bridge"); err != nil {
+			return fail(err)
+		}
+	}
+	// The exec guard, for a run that carries credentials.
 	var guardEnd *os.File
 	guardFD := 0
 	matcher := secretscan.NewMatcher(s.Credentials)
 	if !matcher.Empty() {
-		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			return fail(fmt.Errorf("exec guard socketpair: %w", err))
+		if guardEnd, err = handOut("guard"); err != nil {
+			return fail(err)
 		}
-		guardEnd = os.NewFile(uintptr(fds[0]), "guard")
-		child := os.NewFile(uintptr(fds[1]), "guard-child")
-		e.parentOnly = append(e.parentOnly, guardEnd)
-		e.childOnly = append(e.childOnly, child)
-		fixed = append(fixed, child)
 		guardFD = 2 + len(fixed)
 	}
 	fixed = append(fixed, infoW)
@@ -190,7 +190,7 @@ func (e *execution) start(ctx context.Context, l Layout) (Result, bool) {
 	bridged := make(chan *bridge, 1)
 	if bridgeEnd != nil {
 		go func() {
-			ln, err := receiveListener(int(bridgeEnd.Fd()))
+			ln, err := receiveListener(bridgeEnd)
 			if err != nil {
 				bridged <- nil
 				return
@@ -205,7 +205,7 @@ func (e *execution) start(ctx context.Context, l Layout) (Result, bool) {
 	stopGuard := make(chan struct{})
 	if guardEnd != nil {
 		go func() {
-			lfd, err := receiveGuard(int(guardEnd.Fd()))
+			lfd, err := receiveFD(guardEnd, "the exec guard")
 			if err != nil {
 				guarded <- nil
 				return
