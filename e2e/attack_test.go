@@ -43,6 +43,8 @@ var denyNames = []string{
 	".ssh/id_rsa", ".aws/credentials", ".config/gcloud/application_default_credentials.json",
 	".kube/config", ".netrc", ".claude/.credentials.json", ".claude.json", ".docker/config.json",
 	".git-credentials", ".gnupg/private-keys-v1.d/k.key", ".config/gh/hosts.yml", ".npmrc", ".pypirc",
+	// The stores the issue found readable, one file each.
+	".config/git/credentials", ".pgpass", ".vault-token", ".azure/msal_token_cache.json", ".cargo/credentials.toml", ".terraform.d/credentials.tfrc.json", ".docker/contexts/meta/x/meta.json", ".local/share/keyrings/login.keyring", ".bash_history", ".config/hub", ".m2/settings.xml", ".gem/credentials", ".codex/auth.json", ".gemini/oauth_creds.json", ".local/share/opencode/auth.json",
 }
 
 func fixtureContent(name string) string {

@@ -52,6 +52,7 @@ func plantSecrets(t *testing.T, home string, id identity, tag string) map[string
 		".ssh/id_rsa", ".aws/credentials", ".config/gcloud/application_default_credentials.json",
 		".kube/config", ".netrc", ".claude/.credentials.json", ".claude.json", ".docker/config.json",
 		".git-credentials", ".gnupg/private-keys-v1.d/k.key", ".config/gh/hosts.yml", ".npmrc", ".pypirc",
+		".config/git/credentials", ".pgpass", ".vault-token", ".azure/msal_token_cache.json", ".cargo/credentials.toml", ".terraform.d/credentials.tfrc.json", ".docker/contexts/meta/x/meta.json", ".local/share/keyrings/login.keyring", ".bash_history", ".config/hub", ".m2/settings.xml", ".gem/credentials", ".codex/auth.json", ".gemini/oauth_creds.json", ".local/share/opencode/auth.json",
 	}
 	out := map[string]string{}
 	for _, n := range names {
