@@ -251,8 +251,8 @@ func threatIntel(ctx context.Context, p *Pipeline, st *State) govern.Decision {
 		return allow
 	}
 	a := p.analyse(st)
-	if a == nil || a.Denial != nil {
-		return allow // command analysis reports it next
+	if a == nil || a.Denial != nil && (a.Denial.Reason == govern.ReasonParseError || a.Denial.Reason == govern.ReasonInvalidInput) {
+		return allow // not judged: command analysis reports it next
 	}
 	var hashes []string
 	for _, pin := range a.Pins {
@@ -267,7 +267,10 @@ func threatIntel(ctx context.Context, p *Pipeline, st *State) govern.Decision {
 
 // commandAnalysis is mandatory for shell:execute; its denials
 // (credential_in_argv, parse_error, invalid_input, cwd_outside_workspace)
-// are hard: no knob relaxes them.
+// are hard. The one knob is the profile's opaque_with_credentials: it
+// decides whether code the analyzer cannot see through, in a run that
+// carries a credential, is denied (credential_in_argv) or allowed and
+// flagged; a credential seen on a command line is denied either way.
 func commandAnalysis(_ context.Context, p *Pipeline, st *State) govern.Decision {
 	if st.Profile.CommandAnalysisMode == policy.AnalysisOff {
 		return deny("command_analysis", govern.ReasonCommandAnalysisOff,
@@ -340,8 +343,31 @@ func (p *Pipeline) analyse(st *State) *shell.Analysis {
 		CredentialDir:   govern.CredentialDir,
 		Stdin:           st.Call.Stdin,
 		Env:             st.Call.Env,
+		// A run that carries a credential has what the analyzer cannot
+		// see through denied, unless the profile allows it.
+		CredentialsInjected:        p.injects(st.Agent),
+		AllowOpaqueWithCredentials: st.Profile.OpaqueWithCredentials == policy.OpaqueAllow,
 	})
 	return st.Analysis
+}
+
+// injects reports whether an execution by agent carries an operator-mapped
+// credential: an exec.credentials env or file mapping of an id it holds.
+// (The ids a call names itself are the analyzer's to see.)
+func (p *Pipeline) injects(agent policy.Agent) bool {
+	for _, id := range agent.Credentials {
+		for _, ref := range p.cfg.Exec.Credentials.Env {
+			if ref.ID() == id {
+				return true
+			}
+		}
+		for _, ref := range p.cfg.Exec.Credentials.Files {
+			if ref.ID() == id {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // DefaultPath is the PATH commands run with.

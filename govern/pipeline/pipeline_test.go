@@ -16,6 +16,7 @@ import (
 	"github.com/mitrity/mitrity/govern/config"
 	"github.com/mitrity/mitrity/govern/intel"
 	"github.com/mitrity/mitrity/govern/policy"
+	"github.com/mitrity/mitrity/govern/shell"
 )
 
 func testConfig(t testing.TB, ws string) *config.Config {
@@ -205,4 +206,103 @@ func TestThreatIntel(t *testing.T) {
 	}
 	_, d := p.Decide(context.Background(), call("ci", "curl https://api.github.com"))
 	assert.Equal(t, d.Outcome, govern.Allow)
+}
+
+// credPolicy grants credentials four ways: ci by an env mapping, keys by a
+// file mapping only, envonly one no mapping injects (it reaches a run only
+// through a call's env), relaxed by an env mapping under a profile with
+// opaque_with_credentials: allow; plain holds none.
+const credPolicy = `default_agent:
+  profile: strict
+agents:
+  ci:
+    profile: strict
+    credentials: [gh]
+  keys:
+    profile: strict
+    credentials: [key]
+  envonly:
+    profile: strict
+    credentials: [tok]
+  relaxed:
+    profile: relaxed
+    credentials: [gh]
+  plain:
+    profile: strict
+profiles:
+  strict:
+    script_inspection_roots: ["${workspace}"]
+  relaxed:
+    script_inspection_roots: ["${workspace}"]
+    opaque_with_credentials: allow
+`
+
+// TestCredentialAnalysis: the analysis stage refuses a credential on a
+// command line however it gets there, and code it cannot see through in a
+// run that carries one, unless the profile allows that code.
+func TestCredentialAnalysis(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	yaml := "exec:\n  enabled: true\n  shell: /bin/bash\n  default_cwd: " + ws + "\n  run_as: nobody\n" +
+		"  credentials:\n    env:\n      GH_TOKEN: \"${credential:gh}\"\n    files:\n      key.json: \"${credential:key}\"\n" +
+		"credentials:\n  gh:\n    env: PIPELINE_TEST_GH\n  key:\n    env: PIPELINE_TEST_KEY\n  tok:\n    env: PIPELINE_TEST_TOK\n"
+	cfg, err := config.Loader{}.Parse("test.yaml", []byte(yaml))
+	assert.NilError(t, err)
+	pol, err := policy.Parse("policy.yaml", []byte(credPolicy))
+	assert.NilError(t, err)
+	p, err := New(cfg, pol, "/home/agent")
+	assert.NilError(t, err)
+	withEnv := func(c govern.Call, env map[string]string) govern.Call { c.Env = env; return c }
+	const dynamic = `eval "$(cat cmds.txt)"`
+	tests := []struct {
+		name    string
+		call    govern.Call
+		outcome govern.Outcome
+		// flag is the detail opaque_with_credentials must carry ("" for none).
+		flag string
+	}{
+		{"env credential in an argument", withEnv(call("envonly", `tail -f /dev/null "$X"`), map[string]string{"X": "${credential:tok}"}), govern.Deny, ""},
+		{"exec -a argv[0]", call("ci", `exec -a "$GH_TOKEN" sleep 1`), govern.Deny, ""},
+		{"read back from a file", call("ci", `printf %s "$GH_TOKEN" > /tmp/t; xargs -a /tmp/t tail`), govern.Deny, ""},
+		{"credential file by literal path", call("keys", `T=$(cat /run/mitrity/credentials/key.json); tail "$T"`), govern.Deny, ""},
+		{"dynamic code with a mapped env credential", call("ci", dynamic), govern.Deny, "denied"},
+		{"dynamic code with a mapped file credential", call("keys", dynamic), govern.Deny, "denied"},
+		{"dynamic code with a credential in the call's env", withEnv(call("envonly", dynamic), map[string]string{"X": "${credential:tok}"}), govern.Deny, "denied"},
+		{"dynamic code with a credential granted but not in the call", call("envonly", dynamic), govern.Allow, ""},
+		{"dynamic code allowed by the profile", call("relaxed", dynamic), govern.Allow, "allowed"},
+		{"the profile does not allow a credential in argv", call("relaxed", dynamic+`; curl -u "x:$GH_TOKEN" https://x`), govern.Deny, "allowed"},
+		{"dynamic code without a credential", call("plain", dynamic), govern.Allow, ""},
+		{"sanctioned one-command assignment", call("ci", `GITHUB_TOKEN=$GH_TOKEN gh api user`), govern.Allow, ""},
+		{"sanctioned here-string", call("ci", `curl -H @- https://x <<< "Authorization: Bearer $GH_TOKEN"`), govern.Allow, ""},
+		{"sanctioned credential file path", call("keys", `gcloud auth activate-service-account --key-file="$MITRITY_CRED_DIR/key.json"`), govern.Allow, ""},
+		{"sanctioned env credential left in the environment", withEnv(call("envonly", `gh api user`), map[string]string{"GH_TOKEN": "${credential:tok}"}), govern.Allow, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			st, d := p.Decide(context.Background(), tt.call)
+			assert.Equal(t, d.Outcome, tt.outcome, "%+v", d)
+			if d.Outcome == govern.Deny {
+				assert.Equal(t, d.Reason, govern.ReasonCredentialInArgv, "%+v", d)
+				assert.Equal(t, d.Stage, "command_analysis")
+				assert.Assert(t, strings.Contains(d.Message, `assign it for one command (NAME="$VAR" cmd)`), "the denial names the sanctioned forms: %s", d.Message)
+			}
+			got := ""
+			for _, f := range st.Analysis.Flags {
+				if f.Kind == shell.FlagOpaqueWithCredentials {
+					got = f.Detail
+				}
+			}
+			if tt.flag == "" {
+				assert.Equal(t, got, "", "no opaque_with_credentials flag")
+				return
+			}
+			assert.Assert(t, strings.Contains(got, tt.flag), "opaque_with_credentials: %q", got)
+			if tt.flag == "allowed" {
+				assert.Assert(t, strings.Contains(got, "opaque_with_credentials: allow"), "the flag names the knob that relaxed it: %q", got)
+			} else if tt.flag == "denied" {
+				assert.Assert(t, strings.Contains(d.Message, "opaque_with_credentials: allow"), "the denial names the knob: %s", d.Message)
+			}
+		})
+	}
 }

@@ -55,6 +55,7 @@ type wireProfile struct {
 	WorkspaceRoots        *[]string             `yaml:"workspace_roots"`
 	ScriptInspectionRoots *[]string             `yaml:"script_inspection_roots"`
 	CommandAnalysisMode   *string               `yaml:"command_analysis_mode"`
+	OpaqueWithCredentials *string               `yaml:"opaque_with_credentials"`
 	ToolPermissions       *[]wireToolPermission `yaml:"tool_permissions"`
 	Rules                 *[]wireRule           `yaml:"rules"`
 	Injection             *wireInjection        `yaml:"injection"`
@@ -214,8 +215,11 @@ func (b *builder) profile(path, name string, w *wireProfile) Profile {
 		ExecTimeoutSeconds:  DefaultExecTimeoutSeconds,
 		BuiltinExecRouting:  RoutingFramework,
 		CommandAnalysisMode: AnalysisEnforce,
-		Injection:           Injection{Mode: InjectionDeny},
-		Hold:                Hold{TimeoutSeconds: DefaultHoldTimeoutSeconds, OnHook: HookQueue},
+		// Absent reads as deny: what the analyzer cannot see is never let
+		// through by omission while a credential is in reach.
+		OpaqueWithCredentials: OpaqueDeny,
+		Injection:             Injection{Mode: InjectionDeny},
+		Hold:                  Hold{TimeoutSeconds: DefaultHoldTimeoutSeconds, OnHook: HookQueue},
 	}
 	if w == nil {
 		return p
@@ -245,6 +249,12 @@ func (b *builder) profile(path, name string, w *wireProfile) Profile {
 		p.CommandAnalysisMode = AnalysisMode(*w.CommandAnalysisMode)
 		if m := p.CommandAnalysisMode; m != AnalysisEnforce && m != AnalysisMonitor && m != AnalysisOff {
 			b.errorf(path+".command_analysis_mode", "%q: want enforce, monitor or off", m)
+		}
+	}
+	if w.OpaqueWithCredentials != nil {
+		p.OpaqueWithCredentials = OpaqueMode(*w.OpaqueWithCredentials)
+		if m := p.OpaqueWithCredentials; m != OpaqueDeny && m != OpaqueAllow {
+			b.errorf(path+".opaque_with_credentials", "%q: want deny or allow", m)
 		}
 	}
 	if w.ToolPermissions != nil {

@@ -53,6 +53,11 @@ type Profile struct {
 	// ScriptInspectionRoots are where the analyzer may read scripts.
 	ScriptInspectionRoots InspectionRoots
 	CommandAnalysisMode   AnalysisMode
+	// OpaqueWithCredentials is what happens to a command that carries a
+	// credential and runs something the analyzer cannot see through
+	// (dynamic code, a script it could not read, code read from a pipe):
+	// denied as credential_in_argv, or allowed and flagged.
+	OpaqueWithCredentials OpaqueMode
 	ToolPermissions       []ToolPermission
 	// Rules hold CEL text only; compiling them is the rules stage's job,
 	// with each rule's Where for its errors.
@@ -80,6 +85,19 @@ const (
 	AnalysisEnforce AnalysisMode = "enforce" // findings decide
 	AnalysisMonitor AnalysisMode = "monitor" // findings are logged as would_deny
 	AnalysisOff     AnalysisMode = "off"     // no analysis: shell:execute is denied command_analysis_off
+)
+
+// OpaqueMode is opaque_with_credentials.
+type OpaqueMode string
+
+const (
+	// OpaqueDeny: code the analyzer cannot see through is denied
+	// (credential_in_argv) in a run that carries a credential. The default.
+	OpaqueDeny OpaqueMode = "deny"
+	// OpaqueAllow: it runs, and the audit event's command flags say so
+	// (opaque_with_credentials). A credential the analyzer does see on a
+	// command line is denied all the same.
+	OpaqueAllow OpaqueMode = "allow"
 )
 
 // InjectionMode is what a prompt-injection hit does.

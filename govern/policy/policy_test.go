@@ -69,8 +69,10 @@ func defaultProfile(name string) Profile {
 		ExecTimeoutSeconds:  120,
 		BuiltinExecRouting:  RoutingFramework,
 		CommandAnalysisMode: AnalysisEnforce,
-		Injection:           Injection{Mode: InjectionDeny},
-		Hold:                Hold{TimeoutSeconds: 600, OnHook: HookQueue},
+		// The strict value is the default.
+		OpaqueWithCredentials: OpaqueDeny,
+		Injection:             Injection{Mode: InjectionDeny},
+		Hold:                  Hold{TimeoutSeconds: 600, OnHook: HookQueue},
 	}
 }
 
@@ -122,6 +124,7 @@ func TestGoodPolicy(t *testing.T) {
 		WorkspaceRoots:        WorkspaceRoots{"${workspace}", "/srv/cache"},
 		ScriptInspectionRoots: InspectionRoots{"${workspace}/scripts", "/opt/tools"},
 		CommandAnalysisMode:   AnalysisMonitor,
+		OpaqueWithCredentials: OpaqueAllow,
 		ToolPermissions: []ToolPermission{
 			{Pattern: "mcp:github__delete_repo", Action: govern.Deny},
 			{Pattern: "mcp:github__*", Action: govern.Ask},

@@ -21,7 +21,13 @@ func (w *walker) builtin(args []arg, cmd *Command, fr frame) {
 		return
 	}
 	switch name {
-	case "exec", "command", "builtin":
+	case "exec":
+		// Every word exec is given lands in the new program's argv,
+		// -a NAME as its argv[0].
+		w.checkArgv(args[1:], cmd, "the program exec starts")
+		w.wrapper(mustUnwrap(cmd.Argv), args, cmd, fr)
+		return
+	case "command", "builtin":
 		w.wrapper(mustUnwrap(cmd.Argv), args, cmd, fr)
 		return
 	}
@@ -74,7 +80,7 @@ func (w *walker) builtin(args []arg, cmd *Command, fr frame) {
 					}
 				}
 				w.checkVarName(rest[i+1].Value, cmd.Pos, "printf -v")
-				w.setVar(rest[i+1].Value, &value{tainted: taint}, fr)
+				w.setNamed(rest[i+1].Value, taint, fr)
 				break
 			}
 			if rest[i].Value == "--" || !strings.HasPrefix(rest[i].Value, "-") {
@@ -181,7 +187,7 @@ func mustUnwrap(argv []Word) unwrapped {
 func (w *walker) readVars(name string, rest []arg, cmd *Command, fr frame) {
 	taint := fr.in.taint != ""
 	var names []string
-	optArg := map[string]string{"read": "adniNpt", "mapfile": "dnOsuC", "readarray": "dnOsuC"}[name]
+	optArg := map[string]string{"read": "adinNptu", "mapfile": "dnOsuC", "readarray": "dnOsuC"}[name]
 	for i := 0; i < len(rest); i++ {
 		a := rest[i]
 		if a.Dynamic {
@@ -193,13 +199,19 @@ func (w *walker) readVars(name string, rest []arg, cmd *Command, fr frame) {
 			flags := a.Value[1:]
 			for j, c := range flags {
 				if strings.ContainsRune(optArg, c) {
+					val := flags[j+1:]
 					if j == len(flags)-1 && i+1 < len(rest) {
-						if c == 'a' {
-							names = append(names, rest[i+1].Value)
-						}
+						val = rest[i+1].Value
 						i++
-					} else if c == 'a' {
-						names = append(names, flags[j+1:])
+					}
+					switch c {
+					case 'a':
+						names = append(names, val)
+					case 'u':
+						// read -u N: the line comes from descriptor N.
+						if w.fdTaint(val, &fr) != "" {
+							taint = true
+						}
 					}
 					break
 				}
@@ -226,8 +238,21 @@ func (w *walker) readVars(name string, rest []arg, cmd *Command, fr frame) {
 	}
 	for _, n := range names {
 		w.checkVarName(n, cmd.Pos, name)
-		w.setVar(n, &value{tainted: taint}, fr)
+		w.setNamed(n, taint, fr)
 	}
+}
+
+// setNamed assigns a value known only at run time to a variable a builtin
+// names (read, printf -v): NAME, or one element of an array (a[0]), whose
+// taint then adds to the array's.
+func (w *walker) setNamed(name string, tainted bool, fr frame) {
+	base, _, sub := strings.Cut(name, "[")
+	if !sub {
+		w.setVar(name, &value{tainted: tainted}, fr)
+		return
+	}
+	old, ok := w.vars.get(base)
+	w.setVar(base, &value{tainted: tainted || ok && old.tainted, isList: true, assoc: ok && old.assoc, exported: ok && old.exported}, fr)
 }
 
 // checkVarName flags a variable name argument whose array subscript the
@@ -336,11 +361,11 @@ func (w *walker) declClause(dc *syntax.DeclClause, redirs []Redirect, fr frame) 
 		if nameref {
 			target, ok := w.literal(as.Value)
 			w.flag(FlagNameref, pos, "declare -n makes %s another name for %s", name, target)
-			if !ok {
-				w.setVar(name, &value{tainted: true}, fr)
+			if !ok || target != "" && !syntax.ValidName(strings.SplitN(target, "[", 2)[0]) {
+				w.setVar(name, &value{ref: true, tainted: true}, fr)
 				continue
 			}
-			w.setVar(name, &value{nameref: target}, fr)
+			w.setVar(name, &value{ref: true, nameref: strings.SplitN(target, "[", 2)[0]}, fr)
 			continue
 		}
 		if as.Naked {
@@ -369,6 +394,9 @@ func (w *walker) declClause(dc *syntax.DeclClause, redirs []Redirect, fr frame) 
 		if v, ok := w.vars.get(name); ok && (export || unexport) {
 			v.exported = !unexport
 		}
+	}
+	if dump := w.declDump(dc); dump != "" {
+		w.outputs(dump, "")
 	}
 	cmd := &Command{Pos: pos, Argv: argv, Kind: "builtin", Context: fr.context, Redirects: redirs}
 	w.emit(cmd)

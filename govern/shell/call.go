@@ -37,6 +37,9 @@ func (w *walker) callExpr(ce *syntax.CallExpr, redirs []Redirect, fr frame) {
 		}
 		prefix = append(prefix, as.Name.Value)
 		w.prefixAssign(as.Name.Value, pos, fr)
+		if as.Name.Value == "PS4" {
+			w.promptVar(w.assignValue(as, fr, false), pos, fr)
+		}
 	}
 	args := w.resolveArgs(ce.Args, &fr)
 	if len(args) > 0 && !args[0].Dynamic && (hasGlob(ce.Args[0]) || unquotedParam(ce.Args[0]) && isGlobPattern(args[0].Value, false)) {
@@ -108,8 +111,38 @@ func (w *walker) assign(as *syntax.Assign, fr frame, numeric bool) {
 	} else if as.Name.Value == "PATH" {
 		w.setPath("\x00")
 	}
+	if as.Name.Value == "PS4" {
+		w.promptVar(v, fr.pos(as), fr)
+	}
 	w.setVar(as.Name.Value, v, fr)
 }
+
+// promptVar walks the code a PS4 value holds: under set -x (or xtrace in
+// an exported SHELLOPTS) bash expands it, command substitutions and all,
+// before every command it traces. The code is walked once, as code that
+// may run.
+func (w *walker) promptVar(v *value, pos Pos, fr frame) {
+	if !v.known || v.isList {
+		w.flag(FlagOpaque, pos, "PS4 is set to a value known only at run time; under set -x bash expands it, command substitutions and all, before each command")
+		return
+	}
+	if inertText(v.str) {
+		return
+	}
+	word, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Document(strings.NewReader(v.str))
+	if err != nil {
+		w.flag(FlagOpaque, pos, "PS4 does not parse as a prompt string: %v", err)
+		return
+	}
+	c := fr.with("PS4")
+	c.cond = true
+	c.src = v.str
+	c.file = pos.String() + " PS4"
+	w.substitutions(word, c)
+}
+
+// inertText reports whether a prompt string expands nothing.
+func inertText(s string) bool { return !strings.ContainsAny(s, "$`\\") }
 
 // assignValue computes what an assignment stores, without storing it.
 func (w *walker) assignValue(as *syntax.Assign, fr frame, numeric bool) *value {
@@ -139,6 +172,7 @@ func (w *walker) assignValue(as *syntax.Assign, fr frame, numeric bool) *value {
 		}
 	case as.Value != nil:
 		v.tainted = w.taintOf(as.Value, &fr) != ""
+		v.credPath = w.wordCredPath(as.Value)
 		if as.Index == nil && !as.Append {
 			if s, ok := w.literal(as.Value); ok {
 				v.known, v.str = true, s
@@ -229,6 +263,7 @@ func (w *walker) run(args []arg, cmd *Command, fr frame, mode lookup) {
 		cmd.Opaque = "the command name is known only at run time"
 		w.flag(FlagDynamicCommand, cmd.Pos, "command name %s is known only at run time", name.Value)
 		w.checkArgv(args, cmd, "a command whose name is known only at run time")
+		w.commandOutput(args, cmd.Kind, fr)
 		return
 	}
 	base := path.Base(name.Value)
@@ -237,10 +272,12 @@ func (w *walker) run(args []arg, cmd *Command, fr frame, mode lookup) {
 	case bare && mode == lookupAll && w.fn(name.Value) != nil:
 		cmd.Kind = "function"
 		def := w.fn(name.Value)
+		w.commandOutput(args, cmd.Kind, fr)
 		w.withPrefix(fr, false, func() { w.callFunc(def, args, fr) })
 		return
 	case bare && (mode == lookupAll || mode == lookupNoFunc || mode == lookupBuiltin) && w.isBuiltin(name.Value, fr.dialect):
 		cmd.Kind = "builtin"
+		w.commandOutput(args, cmd.Kind, fr)
 		if runsCode[name.Value] || mode == lookupAll && specialBuiltins[name.Value] {
 			w.withPrefix(fr, mode == lookupAll && specialBuiltins[name.Value], func() { w.builtin(args, cmd, fr) })
 			return
@@ -254,6 +291,7 @@ func (w *walker) run(args []arg, cmd *Command, fr frame, mode lookup) {
 	}
 	cmd.Kind = "external"
 	w.checkArgv(args, cmd, base)
+	w.commandOutput(args, cmd.Kind, fr)
 	if !bare {
 		w.commandPath(name.Value, cmd.Pos, fr)
 	} else if p, ok := w.lookPath(name.Value); ok && w.underInspection(p) {
@@ -384,15 +422,11 @@ func (w *walker) checkArgv(args []arg, cmd *Command, what string) {
 
 func (w *walker) denyArgv(variable, what string, pos Pos) {
 	ref := variable
-	if !strings.HasPrefix(ref, "$") {
-		ref = "$" + ref
+	if syntax.ValidName(ref) || isPositional(ref) {
+		ref = "$" + ref // a variable; anything else is a description
 	}
 	w.deny(govern.ReasonCredentialInArgv, pos, "the value of "+ref+" would be placed on the command line of "+what+
-		" at "+pos.String()+", where every process of the same user can read it. "+
-		"Pass it without an argument instead: leave it in the environment for tools that read it there "+
-		"(gh, aws, PGPASSWORD), assign it for one command (NAME=\"$VAR\" cmd), feed it through a redirection, "+
-		"here-string or here-document (cmd --header @- <<< \"Authorization: Bearer $VAR\"), "+
-		"use a credential file under $MITRITY_CRED_DIR, or use it only in shell builtins such as printf or echo.")
+		" at "+pos.String()+", where every process of the same user can read it. "+sanctionedForms)
 }
 
 // external handles what an external program does beyond its argv: scripts
@@ -401,7 +435,11 @@ func (w *walker) external(args []arg, cmd *Command, fr frame) {
 	argv := cmd.Argv
 	base := path.Base(argv[0].Value)
 	for _, h := range toolHazards(argv) {
-		w.flag(h.Kind, cmd.Pos, "%s", h.Detail)
+		// A dynamic word where a tool's grammar must look, or a program in
+		// another language known only at run time, is not shell code the
+		// analyzer could have read: it does not decide a run that carries
+		// a credential (code the tool hands to a shell does, in nested).
+		w.addFlag(h.Kind, cmd.Pos, h.Detail, false)
 		if h.Code != nil {
 			// The tool feeds the command its own stream (a socket, archive
 			// data, a pager's text): a shell there reads code nobody sees.
@@ -413,7 +451,9 @@ func (w *walker) external(args []arg, cmd *Command, fr frame) {
 	if interpreters[strings.TrimRight(base, "0123456789.")] {
 		w.interpreterScript(argv, cmd.Pos, fr)
 	}
+	before := len(w.writes)
 	w.fileWrites(argv, cmd.Pos, fr)
+	w.taintFileWrites(args, before, fr)
 	switch base {
 	case "sudo", "doas", "su", "runuser", "pkexec":
 		w.flag(FlagPrivilege, cmd.Pos, "%s changes the user commands run as", base)

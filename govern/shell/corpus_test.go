@@ -47,6 +47,11 @@ type corpusCase struct {
 	Links int      `yaml:"links"`
 	// Stdin is the call's standard input.
 	Stdin string `yaml:"stdin"`
+	// Injected: the run carries an operator-mapped credential
+	// (Input.CredentialsInjected); AllowOpaque: the profile allows what
+	// the analyzer cannot see through in such a run.
+	Injected    bool `yaml:"injected"`
+	AllowOpaque bool `yaml:"allow_opaque"`
 }
 
 func loadCorpus(t testing.TB) map[string][]corpusCase {
@@ -143,6 +148,9 @@ func runCase(t *testing.T, c corpusCase) *Analysis {
 		CredentialVars:  []string{"GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY"},
 		CredentialDir:   govern.CredentialDir,
 		Env:             env,
+
+		CredentialsInjected:        c.Injected,
+		AllowOpaqueWithCredentials: c.AllowOpaque,
 	}
 	if c.Stdin != "" {
 		in.Stdin = []byte(c.Stdin)

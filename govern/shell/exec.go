@@ -26,9 +26,31 @@ func (w *walker) wrapper(u unwrapped, args []arg, cmd *Command, fr frame) {
 		}
 		prefix = append(prefix, name)
 		w.prefixAssign(name, cmd.Pos, fr)
+		if name == "PS4" {
+			_, val, _ := strings.Cut(a.Value, "=")
+			w.promptVar(&value{known: true, str: val}, cmd.Pos, fr)
+		}
+	}
+	// Words read at run time (xargs, parallel) come from stdin or from
+	// argument files.
+	readTaint := fr.in.taint
+	for _, f := range u.ArgFiles {
+		if readTaint != "" {
+			break
+		}
+		if !f.Dynamic {
+			readTaint = w.pathTaint(f.Value, &fr)
+		} else if a := w.mapBack([]Word{f}, args); len(a) == 1 && w.credPathOf(&a[0], &fr) != "" {
+			readTaint = a[0].credPath
+		} else {
+			readTaint = w.taintAnywhere
+		}
 	}
 	for _, code := range u.Code {
 		w.checkArgv(w.mapBack([]Word{code}, args), cmd, u.Wrapper+" (its argument becomes code)")
+		if u.StdinArgs && readTaint != "" {
+			w.denyArgv(readTaint, u.Wrapper+" (the words it reads are added to the code a shell runs)", cmd.Pos)
+		}
 		w.child(fr, func() { w.nested(code, DialectSh, cmd.Pos, fr, u.Wrapper) })
 	}
 	mode := lookupExternal
@@ -43,7 +65,11 @@ func (w *walker) wrapper(u unwrapped, args []arg, cmd *Command, fr frame) {
 		for _, inner := range u.Inners {
 			innerArgs := w.mapBack(inner, args)
 			if u.StdinArgs {
-				innerArgs = append(innerArgs, arg{Word: Word{Value: "(arguments read from stdin)", Dynamic: true}, tainted: fr.in.taint, pos: cmd.Pos})
+				what := "(arguments read from stdin)"
+				if len(u.ArgFiles) > 0 {
+					what = "(arguments read from a file)"
+				}
+				innerArgs = append(innerArgs, arg{Word: Word{Value: what, Dynamic: true}, tainted: readTaint, credPath: fr.in.credPath, pos: cmd.Pos})
 			}
 			c := &Command{Pos: cmd.Pos, Wrappers: wrappers, Assigns: prefix}
 			w.run(innerArgs, c, fr, mode)

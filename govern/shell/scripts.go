@@ -48,6 +48,7 @@ func (w *walker) scriptOperandDialect(name Word, how scriptLookup, d Dialect, po
 		// shell would find it once it exists.
 		w.noteRun(name.Value, pos, fr)
 		w.flag(FlagScriptNotInspected, pos, "script %s: not found where the shell would look (or the directory is unknown)", name.Value)
+		w.unseenAt(pos, "script "+name.Value+" is not where the analyzer can read it (not found, or in a directory known only at run time)")
 		return
 	}
 	w.noteRun(p, pos, fr)
@@ -120,6 +121,7 @@ func (w *walker) commandPath(name string, pos Pos, fr frame) {
 	p := w.abs(name)
 	if p == "" {
 		w.flag(FlagScriptNotInspected, pos, "%s: relative to a directory known only at run time", name)
+		w.unseenAt(pos, name+" runs from a directory known only at run time, so the analyzer cannot read it")
 		return
 	}
 	if fd, isFD, other := fdPath(p); isFD || other {
@@ -131,11 +133,16 @@ func (w *walker) commandPath(name string, pos Pos, fr frame) {
 		w.flag(FlagOpaque, pos, "%s runs whatever file descriptor %s holds at run time", name, p)
 		return
 	}
-	w.noteRun(p, pos, fr)
+	written := w.noteRun(p, pos, fr)
 	w.writableExecutable(p, pos)
 	if !w.underInspection(p) {
 		if !isSystemPath(p) {
 			w.flag(FlagScriptNotInspected, pos, "%s is outside the script-inspection roots; its contents were not read", p)
+			if written || !isRegular(p) {
+				// Written by this text, or not there yet: what runs is
+				// whatever the command puts there.
+				w.unseenAt(pos, p+" is written or created at run time outside the script-inspection roots, so the analyzer cannot read what runs")
+			}
 		}
 		return
 	}
@@ -249,6 +256,17 @@ const dialectNone Dialect = "-"
 // is a shell script, walks it. d forces a dialect (bash x.sh); "" means the
 // file decides by its #! line; dialectNone means it is not shell.
 func (w *walker) inspect(p string, d Dialect, pos Pos, fr frame) {
+	if d != dialectNone {
+		n := len(w.a.Flags)
+		defer func() {
+			for _, f := range w.a.Flags[n:] {
+				if f.Kind == FlagScriptNotInspected && f.Pos == pos && strings.HasPrefix(f.Detail, p) {
+					w.unseenAt(f.Pos, "the script "+f.Detail)
+					return
+				}
+			}
+		}()
+	}
 	if w.rerooted {
 		w.flag(FlagScriptNotInspected, pos, "%s runs under another root directory; the host file of that name is not what runs", p)
 		return

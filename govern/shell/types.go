@@ -50,6 +50,18 @@ type Input struct {
 	// is unset at the start. A value that is exactly one ${credential:<id>}
 	// is a credential the executor injects.
 	Env map[string]string
+	// CredentialsInjected says the executor injects at least one credential
+	// the text does not name: an operator mapping (exec.credentials.env or
+	// .files) the agent holds the grant for. A ${credential:<id>} in Text or
+	// Env counts without it. A run that carries a credential has what the
+	// analyzer cannot see through (dynamic code, unread scripts, code read
+	// from a pipe) denied as credential_in_argv, unless
+	// AllowOpaqueWithCredentials.
+	CredentialsInjected bool
+	// AllowOpaqueWithCredentials relaxes that denial to a flag
+	// (opaque_with_credentials): the profile's opaque_with_credentials:
+	// allow. The zero value is the strict one.
+	AllowOpaqueWithCredentials bool
 	// MaxScriptDepth caps recursive script inspection (default 8).
 	MaxScriptDepth int
 	// MaxScriptBytes caps the size of one inspected script (default 1 MiB).
@@ -157,6 +169,10 @@ const (
 	FlagWriteThenRun       FlagKind = "write_then_run"       // see Links
 	FlagPrivilege          FlagKind = "privilege"            // sudo, doas, su, chroot, unshare
 	FlagRemoteCommand      FlagKind = "remote_command"       // ssh HOST CMD
+	// FlagOpaqueWithCredentials: the run carries a credential and some of
+	// what it runs could not be seen (see Input.CredentialsInjected); the
+	// detail says whether that was denied or allowed by the profile.
+	FlagOpaqueWithCredentials FlagKind = "opaque_with_credentials"
 )
 
 // Flag is one finding with where it was found.

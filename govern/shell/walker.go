@@ -33,6 +33,9 @@ type frame struct {
 	// prefix holds the command's own assignments (X=1 cmd): they are
 	// exported to the child it starts.
 	prefix []*syntax.Assign
+	// fds names the credential each descriptor the statement opens
+	// carries (cmd 3< file); see walker.fds for exec's.
+	fds map[string]string
 }
 
 func (fr frame) with(ctx string) frame {
@@ -56,8 +59,9 @@ type stdin struct {
 	// or the descriptor copied (<&3), is known only at run time.
 	file    string
 	dynamic bool
-	// taint names the credential it carries, if any.
-	taint string
+	// taint names the credential it carries, if any; credPath the
+	// credential file whose name it may carry.
+	taint, credPath string
 	// spent: it is not the call's: it is the code the shell is reading
 	// (bash <<EOF, bash -s with the call's stdin), or a background job's
 	// /dev/null. A command that reads it reads the rest of code already
@@ -95,7 +99,6 @@ type walker struct {
 	execStdin *stdin
 	cfg       *expand.Config // reused for every expansion
 	pathCache map[string]string
-	pipeTaint map[pipeKey]string
 	realCache map[string]string
 	// path is the PATH lookups use: the input's, until the text assigns
 	// PATH; nil once it is assigned a value known only at run time.
@@ -106,6 +109,28 @@ type walker struct {
 	rerooted bool
 	// posTainted: `set --` put a credential into the positional parameters.
 	posTainted bool
+	// carries: the run has a credential in its environment or files
+	// (Input.CredentialsInjected, a ${credential:<id>} in the text or env).
+	carries bool
+	// unseen is the first thing the analyzer could not see through; in a
+	// run that carries a credential it decides (checkUnseen).
+	unseen *Flag
+	// captures is the stack of regions whose output is being followed;
+	// substOut is what each walked substitution may print (taint.go).
+	captures []capture
+	substOut map[syntax.Node]capture
+	// taintedFiles are files the text wrote a credential to;
+	// taintAnywhere is set once it wrote one to a file named at run time.
+	taintedFiles  []string
+	taintAnywhere string
+	// fds and outFds are the descriptors exec opened for the rest of the
+	// text: what each read one carries, where each written one goes.
+	fds    map[string]string
+	outFds map[string]string
+	// credCwd: a cd went into the credential directory (where the
+	// analyzer cannot follow: it does not exist at analysis time).
+	credCwd     bool
+	credDirList []string // see credDirs
 }
 
 func newWalker(in *Input, a *Analysis) *walker {
@@ -117,7 +142,9 @@ func newWalker(in *Input, a *Analysis) *walker {
 	}
 	w := &walker{in: in, a: a, vars: newLayered(func(v *value) bool { return v.exported }), funcs: newLayered(func(*funcDef) bool { return false }),
 		active:   map[*funcDef]int{},
-		credVars: map[string]bool{}, pathCache: map[string]string{}, pipeTaint: map[pipeKey]string{}, realCache: map[string]string{}, pinned: map[string]bool{}, flagged: map[string]bool{}}
+		credVars: map[string]bool{}, pathCache: map[string]string{}, realCache: map[string]string{}, pinned: map[string]bool{}, flagged: map[string]bool{},
+		substOut: map[syntax.Node]capture{}}
+	w.carries = in.CredentialsInjected || len(a.Credentials) > 0
 	for _, n := range in.CredentialVars {
 		w.credVars[n] = true
 	}
@@ -160,6 +187,7 @@ func (w *walker) startEnv() {
 		if _, ids := RewriteCredentials(v); len(ids) == 1 && v == "${credential:"+ids[0]+"}" {
 			// The executor injects the credential's value under this name.
 			w.credVars[k] = true
+			w.carries = true
 			w.vars.set(k, &value{tainted: true, exported: true})
 			continue
 		}
@@ -172,13 +200,24 @@ func (w *walker) startEnv() {
 }
 
 func (w *walker) flag(kind FlagKind, pos Pos, format string, args ...any) {
-	detail := fmt.Sprintf(format, args...)
+	w.addFlag(kind, pos, fmt.Sprintf(format, args...), true)
+}
+
+// addFlag records a flag; an opaque one is also something the analyzer
+// could not see through (unseenAt) when unseen is true.
+func (w *walker) addFlag(kind FlagKind, pos Pos, detail string, unseen bool) {
 	key := string(kind) + "\x00" + pos.String() + "\x00" + detail
 	if w.flagged[key] {
 		return
 	}
 	w.flagged[key] = true
 	w.a.Flags = append(w.a.Flags, Flag{Kind: kind, Pos: pos, Detail: detail})
+	switch kind {
+	case FlagOpaque, FlagDynamicCommand, FlagDepthExceeded, FlagPromptExpansion:
+		if unseen {
+			w.unseenAt(pos, detail)
+		}
+	}
 }
 
 func (w *walker) deny(reason govern.Reason, pos Pos, msg string) {
@@ -222,14 +261,14 @@ func (w *walker) subshell(fn func()) { w.scope(false, fn) }
 // is a new process, which sees only exported variables and no functions.
 func (w *walker) scope(barrier bool, fn func()) {
 	cwd, path, allexport, disabled, rerooted := w.cwd, w.path, w.allexport, w.builtinsDisabled, w.rerooted
-	opts, dirs, execStdin := w.opts, w.dirs.clone(), w.execStdin
+	opts, dirs, execStdin, fds, outFds := w.opts, w.dirs.clone(), w.execStdin, w.fds, w.outFds
 	w.vars.push(barrier)
 	w.funcs.push(barrier)
 	fn()
 	w.vars.pop()
 	w.funcs.pop()
 	w.cwd, w.allexport, w.builtinsDisabled, w.rerooted = cwd, allexport, disabled, rerooted
-	w.opts, w.dirs, w.execStdin = opts, dirs, execStdin
+	w.opts, w.dirs, w.execStdin, w.fds, w.outFds = opts, dirs, execStdin, fds, outFds
 	if !sameSlice(w.path, path) {
 		w.path = path
 		clear(w.pathCache)
@@ -251,9 +290,18 @@ func (w *walker) walkStmt(st *syntax.Stmt, fr frame) {
 		fr.in = stdin{piped: st.Coprocess, spent: !st.Coprocess}
 	}
 	fr.shellIn = fr.in
+	// Substitutions in redirections run before the command, and what they
+	// print is known before stdin is.
+	for _, r := range st.Redirs {
+		w.substitutions(r.Word, fr)
+		if r.Hdoc != nil {
+			w.substitutions(r.Hdoc, fr)
+		}
+	}
 	// Here-documents, here-strings and stdin redirects feed the command.
 	for _, r := range st.Redirs {
 		if r.N != nil && r.N.Value != "0" {
+			w.openDescriptor(r, &fr)
 			continue
 		}
 		switch r.Op {
@@ -278,7 +326,10 @@ func (w *walker) walkStmt(st *syntax.Stmt, fr frame) {
 				fr.in.file = ""
 			}
 			// Reading a credential file (or a credential-named path) is a value.
-			fr.in.taint = w.stmtsReferenceWord(r.Word)
+			fr.in.taint = w.readTaint(r.Word, &fr)
+			if fr.in.taint == "" {
+				fr.in.taint = w.stmtsReferenceWord(r.Word)
+			}
 			fr.stdinHere = true
 		case syntax.DplIn:
 			// <&N: stdin becomes a copy of descriptor N; <&- closes it.
@@ -289,13 +340,26 @@ func (w *walker) walkStmt(st *syntax.Stmt, fr frame) {
 			fr.in = stdin{dynamic: !ok || s != "-"}
 			if ok && s == "-" {
 				fr.in.code = &Word{} // closed: a shell reading it reads nothing
+			} else if ok {
+				fr.in.taint = w.fdTaint(strings.TrimSuffix(s, "-"), &fr)
+			} else {
+				fr.in.taint = w.fdTaint("*", &fr)
 			}
 			fr.stdinHere = true
 		}
 	}
 	redirs := w.walkRedirects(st.Redirs, fr)
+	// What a statement that writes to a file prints is followed there.
+	follow := writesOut(redirs) || len(w.outFds) > 0
+	if follow {
+		w.pushCapture()
+	}
 	switch cmd := st.Cmd.(type) {
 	case nil:
+		// $(< file) prints the file.
+		if fr.stdinHere && fr.in.taint != "" {
+			w.outputs(fr.in.taint, "")
+		}
 	case *syntax.CallExpr:
 		w.callExpr(cmd, redirs, fr)
 	case *syntax.IfClause:
@@ -311,13 +375,24 @@ func (w *walker) walkStmt(st *syntax.Stmt, fr frame) {
 		switch loop := cmd.Loop.(type) {
 		case *syntax.WordIter:
 			taint := ""
+			numeric := len(loop.Items) > 0
 			for _, item := range loop.Items {
 				w.substitutions(item, fr)
 				if t := w.taintOf(item, &fr); t != "" {
 					taint = t
 				}
+				if numeric {
+					fs, ok := []string(nil), w.isStatic(item)
+					if ok {
+						fs, ok = w.fields(item, fr.dialect)
+					}
+					for _, f := range fs {
+						ok = ok && isInteger(f)
+					}
+					numeric = ok
+				}
 			}
-			w.setVar(loop.Name.Value, &value{tainted: taint != ""}, c)
+			w.setVar(loop.Name.Value, &value{tainted: taint != "", numeric: numeric && taint == ""}, c)
 		case *syntax.CStyleLoop:
 			w.arith(loop.Init, fr)
 			w.arith(loop.Cond, c)
@@ -357,10 +432,59 @@ func (w *walker) walkStmt(st *syntax.Stmt, fr frame) {
 	case *syntax.CoprocClause:
 		c := fr
 		c.cond = true
-		w.subshell(func() { w.walkStmt(cmd.Stmt, c.with("coproc")) })
+		out := w.capturing(func() { w.subshell(func() { w.walkStmt(cmd.Stmt, c.with("coproc")) }) })
+		if out.taint != "" {
+			// Read back through ${COPROC[0]}, a descriptor chosen at run time.
+			f := frame{fds: w.fds}
+			f.openFD("*", out.taint)
+			w.fds = f.fds
+		}
 	default:
 		w.flag(FlagOpaque, fr.pos(st), "unsupported construct %T", cmd)
 	}
+	if !follow {
+		if bareExec(st) {
+			w.execDescriptors(st, fr)
+		}
+		return
+	}
+	out := w.popCapture()
+	if out.taint != "" {
+		// What the statement printed went to the files it redirects to.
+		for _, r := range redirs {
+			if r.Write && !r.Network {
+				p := r.Path
+				if r.Dynamic {
+					p = ""
+				}
+				w.taintWrite(p, out.taint, r.Pos)
+			}
+		}
+		for _, r := range st.Redirs {
+			if r.Op == syntax.DplOut {
+				if s, ok := w.literal(r.Word); ok {
+					if p, open := w.outFds[s]; open {
+						w.taintWrite(p, out.taint, fr.pos(r))
+					}
+				}
+			}
+		}
+	}
+	if bareExec(st) {
+		w.execDescriptors(st, fr)
+	}
+}
+
+// writesOut reports whether a statement sends output to a file (a
+// descriptor exec opened on one is checked by the caller): what it prints
+// is followed there.
+func writesOut(redirs []Redirect) bool {
+	for _, r := range redirs {
+		if r.Write {
+			return true
+		}
+	}
+	return false
 }
 
 func (w *walker) ifClause(c *syntax.IfClause, fr frame, inElse bool) {
@@ -388,9 +512,11 @@ func (w *walker) binaryCmd(b *syntax.BinaryCmd, fr frame) {
 	case syntax.Pipe, syntax.PipeAll:
 		// Every stage of a pipeline runs in its own subshell, except the
 		// last one in bash with lastpipe on and job control off.
+		w.pushCapture()
 		w.subshell(func() { w.walkStmt(b.X, fr.with("")) })
+		left := w.popCapture()
 		right := fr
-		right.in = stdin{piped: true, taint: w.pipeOutTaint(b.X, fr.in.taint)}
+		right.in = stdin{piped: true, taint: left.taint, credPath: left.path}
 		last := off
 		if fr.dialect == DialectBash && w.opts.monitor != on {
 			last = w.opts.lastpipe
@@ -481,35 +607,6 @@ func (w *walker) setPath(v string) {
 	clear(w.pathCache)
 }
 
-// pipeOutTaint names the credential that may flow out of a pipeline stage:
-// one it references, or one that flowed into it. Memoised, since a long
-// pipeline nests one BinaryCmd per stage.
-func (w *walker) pipeOutTaint(st *syntax.Stmt, in string) string {
-	key := pipeKey{st, in}
-	if t, ok := w.pipeTaint[key]; ok {
-		return t
-	}
-	var t string
-	if b, ok := st.Cmd.(*syntax.BinaryCmd); ok && (b.Op == syntax.Pipe || b.Op == syntax.PipeAll) && len(st.Redirs) == 0 {
-		t = w.stmtsReference([]*syntax.Stmt{b.Y}, true)
-		if t == "" {
-			t = w.pipeOutTaint(b.X, in)
-		}
-	} else {
-		t = w.stmtsReference([]*syntax.Stmt{st}, true)
-		if t == "" {
-			t = in
-		}
-	}
-	w.pipeTaint[key] = t
-	return t
-}
-
-type pipeKey struct {
-	st *syntax.Stmt
-	in string
-}
-
 func (w *walker) funcDecl(fd *syntax.FuncDecl, fr frame) {
 	if fd.Name == nil {
 		// The parser accepts forms (an anonymous function) that bash and
@@ -569,12 +666,37 @@ func (w *walker) finish() {
 			w.callFunc(def, []arg{{}}, def.fr)
 		}
 	}
+	w.checkUnseen()
 }
 
 // setVar records an assignment. In conditional code the value becomes
 // unknown, and taint only ever accumulates there.
 func (w *walker) setVar(name string, v *value, fr frame) {
+	w.setVarDepth(name, v, fr, 0)
+}
+
+func (w *walker) setVarDepth(name string, v *value, fr frame, depth int) {
 	old, had := w.vars.get(name)
+	if had && old.ref && !v.ref && depth < 8 {
+		// Assigning to a nameref assigns the variable it names; one with
+		// no target yet takes the value as its target's name (bash).
+		switch {
+		case old.nameref != "" && old.nameref != name:
+			w.setVarDepth(old.nameref, v, fr, depth+1)
+			return
+		case old.nameref == "" && !old.tainted:
+			target := ""
+			if v.known && !v.isList && syntax.ValidName(v.str) {
+				target = v.str
+			}
+			nv := &value{ref: true, nameref: target, tainted: target == "" || v.tainted, exported: old.exported}
+			if fr.cond {
+				nv = &value{ref: true, tainted: true}
+			}
+			w.vars.set(name, nv)
+			return
+		}
+	}
 	if fr.cond {
 		nv := &value{tainted: v.tainted || had && old.tainted, numeric: v.numeric && (!had || old.numeric)}
 		w.vars.set(name, nv)
@@ -599,13 +721,13 @@ func (w *walker) substNode(node syntax.Node, fr frame) {
 		case *syntax.CmdSubst:
 			c := fr
 			c.in = fr.shellIn // expanded before the statement's redirections
-			w.subshell(func() { w.walkStmts(n.Stmts, c.with("cmdsubst")) })
+			w.substOut[n] = w.capturing(func() { w.subshell(func() { w.walkStmts(n.Stmts, c.with("cmdsubst")) }) })
 			return false
 		case *syntax.ProcSubst:
 			c := fr
 			c.cond = true
 			c.in = fr.shellIn
-			w.subshell(func() { w.walkStmts(n.Stmts, c.with("procsubst")) })
+			w.substOut[n] = w.capturing(func() { w.subshell(func() { w.walkStmts(n.Stmts, c.with("procsubst")) }) })
 			return false
 		case *syntax.ArithmExp:
 			w.arith(n.X, fr)
@@ -802,17 +924,11 @@ func (w *walker) arithOperandWord(wd *syntax.Word, fr frame) {
 	w.flag(FlagOpaque, fr.pos(wd), "arithmetic comparison evaluates %s as an expression", fr.srcOf(wd))
 }
 
-// walkRedirects resolves redirection targets, records reads and writes, and
-// walks substitutions in them.
+// walkRedirects resolves redirection targets and records reads and writes
+// (walkStmt has walked the substitutions in them).
 func (w *walker) walkRedirects(rs []*syntax.Redirect, fr frame) []Redirect {
 	var out []Redirect
 	for _, r := range rs {
-		if r.Word != nil {
-			w.substitutions(r.Word, fr)
-		}
-		if r.Hdoc != nil {
-			w.substitutions(r.Hdoc, fr)
-		}
 		switch r.Op {
 		case syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc, syntax.DplIn, syntax.DplOut:
 			if r.Op == syntax.DplOut || r.Op == syntax.DplIn {
@@ -878,19 +994,21 @@ func (w *walker) noteWrite(p string, pos Pos, fr frame) {
 	}
 }
 
-// noteRun links a file about to run with an earlier write of it.
-func (w *walker) noteRun(p string, pos Pos, fr frame) {
+// noteRun links a file about to run with an earlier write of it, and
+// reports whether there was one.
+func (w *walker) noteRun(p string, pos Pos, fr frame) bool {
 	a := w.abs(p)
 	if a == "" {
-		return
+		return false
 	}
 	for _, wr := range w.writes {
 		if wr.path == a {
 			w.a.Links = append(w.a.Links, Link{Path: a, Write: wr.pos, Run: pos})
 			w.flag(FlagWriteThenRun, pos, "%s was written at %s and is run here", a, wr.pos)
-			return
+			return true
 		}
 	}
+	return false
 }
 
 // inPath reports whether name is found as a file in the run's PATH.

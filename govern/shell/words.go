@@ -7,6 +7,8 @@ import (
 
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/mitrity/mitrity/govern"
 )
 
 // value is what the analyzer knows about one shell variable.
@@ -20,7 +22,9 @@ type value struct {
 	exported bool // visible to child processes
 	assoc    bool // declare -A: subscripts are strings, not arithmetic
 	nameref  string
-	unset    bool // known not to exist (unset, or never in the environment)
+	ref      bool   // declare -n: a name for the variable nameref names
+	unset    bool   // known not to exist (unset, or never in the environment)
+	credPath string // the value may name a credential file (see wordCredPath)
 }
 
 // env adapts the walker's variables to expand.Environ. Only variables whose
@@ -299,7 +303,13 @@ func (w *walker) literal(word *syntax.Word) (string, bool) {
 type arg struct {
 	Word
 	tainted string // the credential-bearing variable it carries, if any
-	pos     Pos
+	// credPath names the credential file the word may name (a path is not
+	// the value: only what reads the file carries it). For a static word
+	// it is worked out when first needed (credPathOf): that takes file
+	// system lookups.
+	credPath  string
+	credKnown bool
+	pos       Pos
 }
 
 // resolveArgs expands the argument words of a simple command.
@@ -316,7 +326,7 @@ func (w *walker) resolveArgs(words []*syntax.Word, fr *frame) []arg {
 				continue
 			}
 		}
-		out = append(out, arg{Word: Word{Value: fr.srcOf(word), Dynamic: true}, tainted: t, pos: pos})
+		out = append(out, arg{Word: Word{Value: fr.srcOf(word), Dynamic: true}, tainted: t, credPath: w.dynCredPath(word), credKnown: true, pos: pos})
 	}
 	return out
 }
@@ -337,7 +347,11 @@ func (w *walker) taintOf(word *syntax.Word, fr *frame) string {
 		case *syntax.ParamExp:
 			found = w.paramTaint(n, fr)
 		case *syntax.CmdSubst:
-			if name := w.stmtsReference(n.Stmts, true); name != "" {
+			// What the walk saw it print, or (not walked yet) any
+			// credential it names.
+			if c, ok := w.substOut[n]; ok {
+				found = c.taint
+			} else if name := w.stmtsReference(n.Stmts, true); name != "" {
 				found = name
 			}
 			return false
@@ -428,6 +442,25 @@ func (w *walker) stmtsReference(stmts []*syntax.Stmt, withDir bool) string {
 			if ce, ok := n.(*syntax.CallExpr); ok && len(ce.Args) > 0 {
 				if dump := w.envDump(ce); dump != "" {
 					found = dump
+					return false
+				}
+			}
+			if dc, ok := n.(*syntax.DeclClause); ok {
+				if dump := w.declDump(dc); dump != "" {
+					found = dump
+					return false
+				}
+			}
+			if withDir {
+				lit := ""
+				switch l := n.(type) {
+				case *syntax.Lit:
+					lit = l.Value
+				case *syntax.SglQuoted:
+					lit = l.Value
+				}
+				if strings.Contains(lit, govern.CredentialDir) {
+					found = "a credential file (" + lit + ")"
 					return false
 				}
 			}

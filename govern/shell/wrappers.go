@@ -41,6 +41,9 @@ type unwrapped struct {
 	// StdinArgs: the inner argv is completed at run time with words read
 	// from standard input or a file (xargs, parallel without ::: sources).
 	StdinArgs bool
+	// ArgFiles are the files those words are read from instead of stdin
+	// (xargs -a FILE, parallel -a FILE and :::: FILE).
+	ArgFiles []Word
 	// Chdir is the directory the inner command starts in when the wrapper
 	// changes it (env -C, sudo -D, unshare -w, chroot, find -execdir, login
 	// shells); nil when unchanged. Relative script paths resolve against it.
@@ -1547,6 +1550,8 @@ func unwrapXargs(u *unwrapped, args []Word) {
 		switch o.id {
 		case "help", "version":
 			return
+		case "a":
+			u.ArgFiles = append(u.ArgFiles, o.arg)
 		case "I", "i":
 			dynReplace = nil
 			switch {
@@ -1834,6 +1839,7 @@ func unwrapParallel(u *unwrapped, args []Word) {
 			pipe = true
 		case "a":
 			argFile = true
+			u.ArgFiles = append(u.ArgFiles, val)
 		case "group":
 			grouping = true
 		case "argsep", "argfilesep", "repl":
@@ -1941,14 +1947,19 @@ options:
 	command := args[start:i]
 	groups, fileGroups := 0, 0
 	var values []Word
+	inFiles := false
 	for i < len(args) {
 		if sep, file := isSep(args[i]); sep {
 			groups++
+			inFiles = file
 			if file {
 				fileGroups++
 			}
 		} else {
 			values = append(values, args[i])
+			if inFiles {
+				u.ArgFiles = append(u.ArgFiles, args[i])
+			}
 		}
 		i++
 	}
