@@ -25,7 +25,7 @@ STATICCHECK := $(TOOLS_BIN)/staticcheck
 # Touched after each install, so a version bump here reinstalls.
 STATICCHECK_STAMP := $(CURDIR)/.tools/staticcheck-$(STATICCHECK_VERSION).stamp
 
-.PHONY: all build test bench lint clean FORCE
+.PHONY: all build test fuzz bench lint clean FORCE
 all: build
 
 build: $(addprefix bin/mitrity-,$(BINS)) bin/mitrity-sandboxinit
@@ -54,9 +54,23 @@ test:
 	$(MAKE) --no-print-directory build
 	rc=0; \
 	GOVERN_REQUIRE_SANDBOX=1 go test -race -count=1 -timeout $(TEST_TIMEOUT) $(call pkgs,$(RACE_MODULES)) || rc=1; \
+	$(MAKE) --no-print-directory fuzz || rc=1; \
 	insp=$(CURDIR)/e2e/.tools/node_modules/.bin/mcp-inspector; [ -x "$$insp" ] || insp=; \
 	GOVERN_REQUIRE_SANDBOX=1 MITRITY_BIN=$(CURDIR)/bin MITRITY_MCP_INSPECTOR=$$insp go test -count=1 -timeout $(TEST_TIMEOUT) $(call pkgs,e2e) || rc=1; \
 	exit $$rc
+
+# Fuzz targets of the protocol surfaces (serve --stdio's framing, the MCP
+# HTTP endpoint, the admission socket), each for FUZZTIME from its seed
+# corpus in testdata/fuzz; make test runs them. A failure leaves the input
+# in testdata/fuzz/<target>/ for the next run to replay.
+FUZZTIME ?= 10s
+FUZZ_TARGETS := govern/mcpserver:FuzzStdioFraming govern/mcpserver:FuzzHTTPEndpoint \
+	admission:FuzzAdmitRequest admission:FuzzRedeemRequest
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $$t for $(FUZZTIME)"; \
+		go test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) $(MODULE)/$${t%%:*} || exit 1; \
+	done
 
 # Benchmarks of every module, six runs each, for benchstat.
 bench:

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"sync"
@@ -107,12 +106,8 @@ func (h *handler) redeem(w http.ResponseWriter, r *http.Request) {
 	if !readBody(w, r, &req) {
 		return
 	}
-	switch {
-	case req.Ticket == "":
-		writeError(w, http.StatusBadRequest, &Error{Code: ErrInvalidRequest, Message: "ticket is required"})
-		return
-	case len(req.Ticket) > MaxFieldBytes:
-		writeError(w, http.StatusBadRequest, &Error{Code: ErrInvalidRequest, Message: fmt.Sprintf("ticket is %d bytes; at most %d", len(req.Ticket), MaxFieldBytes)})
+	if err := req.Validate(); err != nil {
+		writeError(w, http.StatusBadRequest, &Error{Code: ErrInvalidRequest, Message: err.Error()})
 		return
 	}
 	fl, _ := w.(http.Flusher)

@@ -131,6 +131,9 @@ func TestRedeemMalformed(t *testing.T) {
 		{name: "trailing data", body: `{"ticket":"abc"}{"ticket":"def"}`, status: 400, want: "trailing data"},
 		{name: "ticket too long", body: `{"ticket":"` + strings.Repeat("t", admission.MaxFieldBytes+1) + `"}`, status: 400, want: "ticket is 4097 bytes; at most 4096"},
 		{name: "over 1 MiB", body: `{"ticket":"` + strings.Repeat("t", admission.MaxRequestBytes) + `"}`, status: 413, want: "larger than 1 MiB"},
+		{name: "NUL in the ticket", body: `{"ticket":"abc\u0000"}`, status: 400, want: "ticket contains a NUL byte"},
+		{name: "agent not an id", body: `{"ticket":"abc","agent":"a b"}`, status: 400, want: `agent "a b"`},
+		{name: "agent too long", body: `{"ticket":"abc","agent":"` + strings.Repeat("a", 129) + `"}`, status: 400, want: "want 1 to 128"},
 	}
 	b := &fakeBackend{}
 	sock := serve(t, b, socketPeer)

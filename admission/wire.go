@@ -139,6 +139,31 @@ type RedeemRequest struct {
 	Agent string `json:"agent,omitempty"`
 }
 
+// Validate refuses a redemption that breaks the request limits: a
+// missing, over-long or NUL-bearing ticket, or an agent that is not an
+// agent id.
+func (r RedeemRequest) Validate() error {
+	switch {
+	case r.Ticket == "":
+		return fmt.Errorf("ticket is required")
+	case len(r.Ticket) > MaxFieldBytes:
+		return fmt.Errorf("ticket is %d bytes; at most %d", len(r.Ticket), MaxFieldBytes)
+	case strings.IndexByte(r.Ticket, 0) >= 0:
+		return fmt.Errorf("ticket contains a NUL byte")
+	case r.Agent != "" && !validID(r.Agent):
+		return fmt.Errorf("agent %q: want 1 to 128 letters, digits, '.', '_' or '-'", clipField(r.Agent))
+	}
+	return nil
+}
+
+// clipField shortens a refused value for an error message.
+func clipField(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
+}
+
 // FrameType says what a Frame carries.
 type FrameType string
 

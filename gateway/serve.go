@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
@@ -39,6 +40,10 @@ func serveCommand() *cli.Command {
 			&cli.DurationFlag{Name: "grace", Value: mcpserver.DefaultShutdownGrace, Usage: "on shutdown, how long running calls may finish before they are cancelled"},
 			&cli.BoolFlag{Name: "admission-only", Usage: "serve only the admission socket (for mitrity-hook), no MCP"},
 			&cli.StringFlag{Name: "admin-dir", Usage: "directory of admin sockets (approvals reach a held call here)", Value: hold.DefaultDir()},
+			&cli.IntFlag{Name: "max-sessions", Value: mcpserver.DefaultMaxSessions, Usage: "with --http: MCP sessions open at once; an initialize past it gets 503"},
+			&cli.DurationFlag{Name: "session-idle-timeout", Value: mcpserver.DefaultSessionIdleTimeout, Usage: "with --http: a session without a request for this long is closed"},
+			&cli.IntFlag{Name: "max-connections", Value: mcpserver.DefaultMaxConns, Usage: "with --http: connections open at once (lowered to what RLIMIT_NOFILE allows after the reserve for executions)"},
+			&cli.IntFlag{Name: "max-connections-per-peer", Value: mcpserver.DefaultMaxConnsPerPeer, Usage: "with --http: connections open at once from one peer (one local user on loopback, one address otherwise)"},
 		},
 		Action: runServe,
 	}
@@ -74,6 +79,10 @@ func runServe(c *cli.Context) error {
 	} else if c.IsSet("token-file") {
 		return cli.Exit("serve: --token-file applies to --http only", 2)
 	}
+	limits, err := httpLimits(c)
+	if err != nil {
+		return cli.Exit("serve: "+err.Error(), 2)
+	}
 
 	cfg, err := loadConfig(c)
 	if err != nil {
@@ -100,8 +109,9 @@ func runServe(c *cli.Context) error {
 	grace := c.Duration("grace")
 	go reloadOnHUP(ctx, c, svc, logger)
 
+	var m *metrics.Metrics
 	if cfg.Admin.Listen != "" {
-		m := metrics.New()
+		m = metrics.New()
 		svc.SetMetrics(m)
 		_, stopAdmin, err := startAdmin(ctx, cfg.Admin.Listen, m, logger)
 		if err != nil {
@@ -132,21 +142,36 @@ func runServe(c *cli.Context) error {
 		return nil
 	}
 
-	srv := mcpserver.New(mcpserver.Options{Service: svc, Enabled: cfg.Exec.Enabled, Agent: c.String("agent"),
-		Version: version, Logger: logger})
-
 	if addr == "" {
+		srv := mcpserver.New(mcpserver.Options{Service: svc, Enabled: cfg.Exec.Enabled, Agent: c.String("agent"),
+			Version: version, Logger: logger})
 		logger.Info().Str("agent", c.String("agent")).Msg("serving MCP on stdio")
-		if err := srv.ServeStdio(ctx, mcpserver.StdioTransport(), grace); err != nil && ctx.Err() == nil {
+		if err := srv.ServeStdio(ctx, mcpserver.StdioTransport(logger), grace); err != nil && ctx.Err() == nil {
 			return cli.Exit(fmt.Sprintf("serve: %v", err), 1)
 		}
 		return nil
 	}
+	// Connections never take the descriptors executions need: what the
+	// limit leaves after a reserve for max_concurrent runs bounds them.
+	limits.MaxBodyBytes = mcpserver.BodyBytesFor(cfg.Exec.Limits.StdinMaxBytes)
+	reserve := mcpserver.FDReserve(cfg.Exec.Limits.MaxConcurrent)
+	budget, err := mcpserver.ConnBudget(reserve)
+	if err != nil {
+		return cli.Exit("serve: "+err.Error(), 1)
+	}
+	if budget < limits.MaxConns {
+		logger.Info().Int("max_connections", budget).Int("fd_reserve", reserve).Msg("connections bounded by RLIMIT_NOFILE after the reserve for executions")
+		limits.MaxConns = budget
+	}
+	srv := mcpserver.New(mcpserver.Options{Service: svc, Enabled: cfg.Exec.Enabled, Agent: c.String("agent"),
+		Version: version, Logger: logger, HTTP: limits, Metrics: m})
 	l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
 	if err != nil {
 		return cli.Exit(fmt.Sprintf("serve: %v", err), 1)
 	}
-	logger.Info().Str("addr", l.Addr().String()).Int("tokens", tokens.Len()).Msg("serving MCP on Streamable HTTP")
+	logger.Info().Str("addr", l.Addr().String()).Int("tokens", tokens.Len()).Int("max_connections", limits.MaxConns).
+		Int("max_connections_per_peer", limits.MaxConnsPerPeer).Int("max_sessions", limits.MaxSessions).
+		Dur("session_idle_timeout", limits.SessionIdleTimeout).Msg("serving MCP on Streamable HTTP")
 	if err := srv.ServeHTTP(ctx, l, tokens, grace); err != nil {
 		return cli.Exit(fmt.Sprintf("serve: %v", err), 1)
 	}
@@ -176,4 +201,19 @@ func reloadOnHUP(ctx context.Context, c *cli.Context, svc *service.Service, logg
 		}
 		logger.Info().Str("config", cfg.File).Str("policy", cfg.Policy).Msg("reloaded configuration and policy")
 	}
+}
+
+// httpLimits reads the --http bounds of the flags.
+func httpLimits(c *cli.Context) (mcpserver.HTTPLimits, error) {
+	l := mcpserver.HTTPLimits{MaxSessions: c.Int("max-sessions"), SessionIdleTimeout: c.Duration("session-idle-timeout"),
+		MaxConns: c.Int("max-connections"), MaxConnsPerPeer: c.Int("max-connections-per-peer")}
+	for name, v := range map[string]int{"max-sessions": l.MaxSessions, "max-connections": l.MaxConns, "max-connections-per-peer": l.MaxConnsPerPeer} {
+		if v < 1 {
+			return l, fmt.Errorf("--%s %d: want at least 1", name, v)
+		}
+	}
+	if l.SessionIdleTimeout < time.Second {
+		return l, fmt.Errorf("--session-idle-timeout %v: want at least 1s", l.SessionIdleTimeout)
+	}
+	return l, nil
 }

@@ -2,10 +2,14 @@ package mcpserver
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/url"
@@ -103,22 +107,47 @@ func (t Tokens) Agent(token string) (string, bool) {
 	return agent, ok
 }
 
-func (t Tokens) verify(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+// requestContextKey holds, in the TokenInfo of an authenticated request,
+// that HTTP request's context: it ends when the client's connection goes
+// away (or the request is answered). The SDK hands each call the
+// TokenInfo of the POST that carried it, so the call's handler can tie
+// its own context to that connection.
+const requestContextKey = "mitrity.http_request_context"
+
+func (t Tokens) verify(_ context.Context, token string, r *http.Request) (*auth.TokenInfo, error) {
 	agent, ok := t.Agent(token)
 	if !ok {
 		return nil, fmt.Errorf("%w: unknown bearer token", auth.ErrInvalidToken)
 	}
-	return &auth.TokenInfo{UserID: agent}, nil
+	return &auth.TokenInfo{UserID: agent, Extra: map[string]any{requestContextKey: r.Context()}}, nil
+}
+
+// httpRequestContext is the context of the HTTP request that carried a
+// call, or nil (stdio).
+func httpRequestContext(req *mcp.CallToolRequest) context.Context {
+	if req == nil || req.Extra == nil || req.Extra.TokenInfo == nil {
+		return nil
+	}
+	ctx, _ := req.Extra.TokenInfo.Extra[requestContextKey].(context.Context)
+	return ctx
 }
 
 // Handler is the Streamable HTTP handler: Origin validated, a bearer token
-// required (no valid token, 401 and no call), the token's agent id the
-// caller of every call on the session.
+// required (no valid token, 401, the connection closed, and no call), the
+// token's agent id the caller of every call on the session. Each write of
+// a response must complete within the write bound, a body must arrive
+// within the body bound, and a new session past the session bound is
+// refused with 503.
 func (s *Server) Handler(tokens Tokens) http.Handler {
+	lim := s.limits
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
-		&mcp.StreamableHTTPOptions{PropagateRequestCancellation: true})
-	authed := auth.RequireBearerToken(tokens.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
-	return checkOrigin(authed)
+		&mcp.StreamableHTTPOptions{PropagateRequestCancellation: true, SessionTimeout: lim.SessionIdleTimeout,
+			MaxRequestBodyBytes: lim.MaxBodyBytes})
+	next := s.limitSessions(h)
+	next = readBody(next, lim)
+	next = auth.RequireBearerToken(tokens.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(next)
+	next = checkOrigin(next)
+	return bound(next, lim)
 }
 
 // checkOrigin refuses a request whose Origin header, when present, is not
@@ -170,10 +199,31 @@ func CheckListenAddr(addr string) (loopback bool, err error) {
 // ServeHTTP serves the handler on l until ctx is done, then shuts down:
 // no new calls, running calls finish or are cancelled after grace, then
 // the listener and the connections close.
+//
+// Every phase of a connection is bounded (Options.HTTP): the headers, the
+// body, each write, the time idle between requests; and l is wrapped so
+// that at most MaxConns connections are open, MaxConnsPerPeer per peer.
 func (s *Server) ServeHTTP(ctx context.Context, l net.Listener, tokens Tokens, grace time.Duration) error {
-	srv := &http.Server{Handler: s.Handler(tokens), ReadHeaderTimeout: 10 * time.Second}
+	lim := s.limits
+	ll := newLimitListener(l, lim.MaxConns, lim.MaxConnsPerPeer, s.metrics.ConnRefused)
+	ll.peerFailed = func(err error) {
+		s.log.Warn().Err(err).Msg("the user behind a loopback connection cannot be read: loopback clients share one connection limit " +
+			"(a systemd unit that sets RestrictAddressFamilies= needs AF_NETLINK)")
+	}
+	s.metrics.SetServing(ll.Open, s.Sessions)
+	srv := &http.Server{
+		Handler:           s.Handler(tokens),
+		ReadHeaderTimeout: lim.HeaderTimeout,
+		IdleTimeout:       lim.IdleTimeout,
+		MaxHeaderBytes:    lim.MaxHeaderBytes,
+		ErrorLog:          log.New(s.log, "mcp http: ", 0),
+		// No ReadTimeout and no WriteTimeout: they would bound the whole
+		// request and response, and a call legitimately runs for up to
+		// the execution ceiling while an SSE stream stays open. The body
+		// and each write are bounded by the handler instead.
+	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(l) }()
+	go func() { errc <- srv.Serve(ll) }()
 	select {
 	case err := <-errc:
 		return err
@@ -229,6 +279,145 @@ func (s *Server) ServeStdio(ctx context.Context, t mcp.Transport, grace time.Dur
 // for its result to be written.
 const settle = 200 * time.Millisecond
 
-// StdioTransport is the process's own stdin and stdout: newline-delimited
-// JSON-RPC (logs must go to stderr).
-func StdioTransport() mcp.Transport { return &mcp.StdioTransport{} }
+// bound bounds each write of a response to lim.WriteTimeout (a client
+// that stops reading loses the connection, and the writer its goroutine)
+// and the request body to lim.BodyTimeout, whoever reads it: readBody, or
+// net/http discarding what a refused request sent. A 401 or 403 closes
+// the connection: a client refused at the door keeps nothing open.
+func bound(next http.Handler, lim HTTPLimits) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		bw := &boundWriter{ResponseWriter: w, rc: http.NewResponseController(w), d: lim.WriteTimeout}
+		bw.arm()
+		_ = bw.rc.SetReadDeadline(time.Now().Add(lim.BodyTimeout))
+		next.ServeHTTP(bw, r)
+		// What the handler left buffered is written after it returns.
+		bw.arm()
+	})
+}
+
+type boundWriter struct {
+	http.ResponseWriter
+	rc *http.ResponseController // of the wrapped writer
+	d  time.Duration
+}
+
+func (w *boundWriter) arm() { _ = w.rc.SetWriteDeadline(time.Now().Add(w.d)) }
+
+func (w *boundWriter) WriteHeader(code int) {
+	if code == http.StatusUnauthorized || code == http.StatusForbidden {
+		// Nor is the rest of its body waited for.
+		w.Header().Set("Connection", "close")
+		_ = w.rc.SetReadDeadline(time.Now())
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *boundWriter) Write(p []byte) (int, error) {
+	w.arm()
+	return w.ResponseWriter.Write(p)
+}
+
+// FlushError is what http.ResponseController.Flush calls (the SDK flushes
+// every SSE event that way).
+func (w *boundWriter) FlushError() error {
+	w.arm()
+	return w.rc.Flush()
+}
+
+func (w *boundWriter) Flush() { _ = w.FlushError() }
+
+// Unwrap lets http.ResponseController reach the connection's deadlines.
+func (w *boundWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// readBody reads the whole request body within lim.MaxBodyBytes, and the
+// deadline bound set, before anything else sees it (a body trickled a
+// byte at a time holds its connection no longer than the bound), then
+// clears the read deadline: while the call runs, the server's read of the
+// connection only waits to see the client go away. A body that fails
+// leaves the deadline expired, so nothing waits for the rest of it.
+func readBody(next http.Handler, lim HTTPLimits) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		if r.Body != nil && r.Body != http.NoBody {
+			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, lim.MaxBodyBytes))
+			if err != nil {
+				_ = rc.SetReadDeadline(time.Now())
+				w.Header().Set("Connection", "close")
+				var mbe *http.MaxBytesError
+				switch {
+				case errors.As(err, &mbe):
+					http.Error(w, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge)
+				case errors.Is(err, os.ErrDeadlineExceeded):
+					http.Error(w, fmt.Sprintf("the request body did not arrive within %v", lim.BodyTimeout), http.StatusRequestTimeout)
+				default:
+					http.Error(w, "reading the request body: "+err.Error(), http.StatusBadRequest)
+				}
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		_ = rc.SetReadDeadline(time.Time{})
+		next.ServeHTTP(w, r)
+	})
+}
+
+// Sessions is the number of MCP sessions open.
+func (s *Server) Sessions() int {
+	n := 0
+	for range s.mcp.Sessions() {
+		n++
+	}
+	return n
+}
+
+// CodeSessionLimit is the JSON-RPC error code of an initialize refused
+// because the session bound is reached (implementation-defined range).
+const CodeSessionLimit = -32000
+
+// limitSessions refuses a request that would open a session (a POST
+// without Mcp-Session-Id) once MaxSessions are open or being opened: 503,
+// with a JSON-RPC error the client can show.
+func (s *Server) limitSessions(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		s.sessMu.Lock()
+		// A session being opened is counted twice once the SDK has it:
+		// the bound may refuse early during a burst, never late.
+		if n := s.Sessions() + s.opening; n >= s.limits.MaxSessions {
+			s.sessMu.Unlock()
+			s.metrics.SessionRefused()
+			refuseSession(w, r, s.limits)
+			return
+		}
+		s.opening++
+		s.sessMu.Unlock()
+		defer func() {
+			s.sessMu.Lock()
+			s.opening--
+			s.sessMu.Unlock()
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+func refuseSession(w http.ResponseWriter, r *http.Request, lim HTTPLimits) {
+	id := json.RawMessage("null")
+	if body, err := io.ReadAll(r.Body); err == nil {
+		var m struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if json.Unmarshal(body, &m) == nil && validID(m.ID) {
+			id = m.ID
+		}
+	}
+	msg := fmt.Sprintf("the gateway has %d MCP sessions open, its limit: end sessions you no longer use (HTTP DELETE with their Mcp-Session-Id), "+
+		"or retry once idle ones expire (after %v without a request)", lim.MaxSessions, lim.SessionIdleTimeout)
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": CodeSessionLimit, "message": msg}})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", "60")
+	w.WriteHeader(http.StatusServiceUnavailable)
+	_, _ = w.Write(b)
+}

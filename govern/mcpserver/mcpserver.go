@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mitrity/mitrity/govern"
+	"github.com/mitrity/mitrity/govern/metrics"
 	"github.com/mitrity/mitrity/govern/service"
 )
 
@@ -54,6 +55,12 @@ type Options struct {
 	// progress token is reported (notifications/progress); zero means
 	// DefaultProgressInterval.
 	ProgressInterval time.Duration
+	// HTTP bounds the Streamable HTTP server; zero fields take the
+	// defaults.
+	HTTP HTTPLimits
+	// Metrics, when set, counts what the HTTP bounds refuse and reports
+	// the open connections and sessions. Nil records nothing.
+	Metrics *metrics.Metrics
 }
 
 // DefaultProgressInterval is how often a running call reports progress.
@@ -73,11 +80,17 @@ type Server struct {
 	// stop cancels every running call (the shutdown deadline).
 	stop     context.Context
 	stopCall context.CancelFunc
+
+	limits  HTTPLimits
+	metrics *metrics.Metrics
+	sessMu  sync.Mutex
+	opening int // sessions being opened (limitSessions)
 }
 
 // New returns a Server.
 func New(o Options) *Server {
-	s := &Server{svc: o.Service, agent: o.Agent, log: o.Logger, progress: o.ProgressInterval}
+	s := &Server{svc: o.Service, agent: o.Agent, log: o.Logger, progress: o.ProgressInterval,
+		limits: o.HTTP.withDefaults(), metrics: o.Metrics}
 	if s.progress <= 0 {
 		s.progress = DefaultProgressInterval
 	}
@@ -289,11 +302,18 @@ func (s *Server) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Cal
 		res := s.svc.Reject(ctx, govern.Call{Agent: agent, Surface: "mcp"}, err.Error())
 		return toolError(govern.ReasonInvalidArgument, err.Error()+" (event "+res.Structured.EventID+")"), nil
 	}
-	// The request's ctx is cancelled by notifications/cancelled or a
-	// dropped client; stop is cancelled at the shutdown deadline.
+	// The request's ctx is cancelled by notifications/cancelled, and over
+	// stdio by a client that goes away; stop is cancelled at the shutdown
+	// deadline. Over HTTP the SDK detaches a call from the POST that
+	// carried it, so a client whose connection goes away cancels the call
+	// through that request's context: the executor kills the run, it is
+	// audited killed, and its max_concurrent slot is free at once.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(s.stop, cancel)()
+	if hctx := httpRequestContext(req); hctx != nil {
+		defer context.AfterFunc(hctx, cancel)()
+	}
 	if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
 		pctx, pcancel := context.WithCancel(ctx)
 		pdone := make(chan struct{})

@@ -3,6 +3,7 @@ package metrics
 import (
 	"net/http"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,6 +24,12 @@ const (
 	NameRedactions        = "mitrity_redactions_total"
 	NameEgressDenied      = "mitrity_egress_denied_total"
 	NameAuditWriteErrors  = "mitrity_audit_write_errors_total"
+
+	// The MCP server over Streamable HTTP (serve --http).
+	NameHTTPConnections        = "mitrity_http_connections"
+	NameHTTPConnectionsRefused = "mitrity_http_connections_refused_total"
+	NameMCPSessions            = "mitrity_mcp_sessions"
+	NameMCPSessionsRefused     = "mitrity_mcp_sessions_refused_total"
 )
 
 // Label names.
@@ -33,6 +40,11 @@ const (
 	LabelSandboxMode = "sandbox_mode"
 	LabelKind        = "kind"
 )
+
+// ConnRefusedReasons is the reason label's vocabulary of
+// mitrity_http_connections_refused_total: the connection limit per peer,
+// and in total.
+var ConnRefusedReasons = []string{"peer_limit", "total_limit"}
 
 // Label values outside the audit vocabularies.
 const (
@@ -80,7 +92,15 @@ type Metrics struct {
 	egressDenied prometheus.Counter
 	auditErrors  prometheus.Counter
 	kinds        []string // the redaction kind vocabulary
+
+	connsRefused    *prometheus.CounterVec
+	sessionsRefused prometheus.Counter
+	// serving reports the HTTP server's open connections and sessions
+	// (SetServing); nil until it starts.
+	serving atomic.Pointer[serving]
 }
+
+type serving struct{ conns, sessions func() int }
 
 // New returns Metrics on a fresh registry that also carries the Go runtime
 // and process collectors. Every series of the closed label sets is created
@@ -118,8 +138,28 @@ func New() *Metrics {
 	for _, d := range dlp.DetectorNames() {
 		m.kinds = append(m.kinds, KindDLPPrefix+d)
 	}
+	m.connsRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: NameHTTPConnectionsRefused,
+		Help: "Connections to the MCP HTTP listener refused at accept, by reason: peer_limit (the peer's share) or total_limit.",
+	}, []string{LabelReason})
+	m.sessionsRefused = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: NameMCPSessionsRefused,
+		Help: "MCP sessions refused (503) because the session limit was reached.",
+	})
+	conns := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: NameHTTPConnections,
+		Help: "Connections open on the MCP HTTP listener.",
+	}, func() float64 { return m.servingValue(func(s *serving) func() int { return s.conns }) })
+	sessions := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: NameMCPSessions,
+		Help: "MCP sessions open over Streamable HTTP.",
+	}, func() float64 { return m.servingValue(func(s *serving) func() int { return s.sessions }) })
 	m.reg.MustRegister(m.decisions, m.executions, m.duration, m.redactions, m.egressDenied, m.auditErrors,
+		m.connsRefused, m.sessionsRefused, conns, sessions,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	for _, r := range ConnRefusedReasons {
+		m.connsRefused.WithLabelValues(r)
+	}
 
 	for _, o := range outcomes {
 		m.decisions.WithLabelValues(string(o), ReasonNone)
@@ -201,6 +241,47 @@ func (m *Metrics) AuditWriteError() {
 		return
 	}
 	m.auditErrors.Inc()
+}
+
+// SetServing names the functions that report the HTTP server's open
+// connections and sessions (mitrity_http_connections, mitrity_mcp_sessions;
+// both 0 until it is called).
+func (m *Metrics) SetServing(conns, sessions func() int) {
+	if m == nil {
+		return
+	}
+	m.serving.Store(&serving{conns: conns, sessions: sessions})
+}
+
+func (m *Metrics) servingValue(pick func(*serving) func() int) float64 {
+	s := m.serving.Load()
+	if s == nil {
+		return 0
+	}
+	if f := pick(s); f != nil {
+		return float64(f())
+	}
+	return 0
+}
+
+// ConnRefused counts one connection refused at accept, for a reason of
+// ConnRefusedReasons (any other is counted as "other").
+func (m *Metrics) ConnRefused(reason string) {
+	if m == nil {
+		return
+	}
+	if !slices.Contains(ConnRefusedReasons, reason) {
+		reason = Other
+	}
+	m.connsRefused.WithLabelValues(reason).Inc()
+}
+
+// SessionRefused counts one MCP session refused at the session limit.
+func (m *Metrics) SessionRefused() {
+	if m == nil {
+		return
+	}
+	m.sessionsRefused.Inc()
 }
 
 // Handler serves the registry in the Prometheus text (or negotiated)

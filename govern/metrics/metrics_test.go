@@ -302,3 +302,34 @@ func TestConcurrentObserve(t *testing.T) {
 	assert.Equal(t, testutil.ToFloat64(m.egressDenied), 800.0)
 	assert.Equal(t, testutil.ToFloat64(m.auditErrors), 800.0)
 }
+
+// TestServing: the HTTP server's gauges read what it reports (zero before
+// it starts), and its refusals count under a closed reason vocabulary.
+func TestServing(t *testing.T) {
+	t.Parallel()
+	m := New()
+	assert.DeepEqual(t, scrape(t, m), map[string]float64{})
+	conns, sessions := 3, 7
+	m.SetServing(func() int { return conns }, func() int { return sessions })
+	m.ConnRefused("peer_limit")
+	m.ConnRefused("peer_limit")
+	m.ConnRefused("total_limit")
+	m.ConnRefused("made_up")
+	m.SessionRefused()
+	want := map[string]float64{
+		NameHTTPConnections: 3,
+		NameMCPSessions:     7,
+		NameHTTPConnectionsRefused + `{reason="peer_limit"}`:  2,
+		NameHTTPConnectionsRefused + `{reason="total_limit"}`: 1,
+		NameHTTPConnectionsRefused + `{reason="other"}`:       1,
+		NameMCPSessionsRefused:                                1,
+	}
+	assert.DeepEqual(t, scrape(t, m), want)
+	conns = 0
+	delete(want, NameHTTPConnections)
+	assert.DeepEqual(t, scrape(t, m), want)
+	var nilM *Metrics
+	nilM.SetServing(nil, nil)
+	nilM.ConnRefused("peer_limit")
+	nilM.SessionRefused()
+}

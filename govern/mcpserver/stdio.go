@@ -1,0 +1,444 @@
+package mcpserver
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
+)
+
+// StdioTransport is the process's own stdin and stdout, behind a
+// StdioGuard: newline-delimited JSON-RPC (logs must go to stderr).
+func StdioTransport(log zerolog.Logger) mcp.Transport {
+	return &StdioGuard{In: os.Stdin, Out: os.Stdout, Log: log}
+}
+
+// DefaultMaxLineBytes bounds one stdio message, as the SDK's own stdio
+// transport does.
+const DefaultMaxLineBytes = mcp.DefaultMaxLineLength
+
+// StdioGuard is a transport in front of the SDK's newline-delimited
+// JSON-RPC stream that keeps one bad message from ending the session (the
+// SDK closes the connection on the first line it cannot decode). It reads
+// In a line at a time and checks each message:
+//   - a line that is not JSON: -32700 parse error, id null;
+//   - JSON that is not a request, a notification or a response (a batch,
+//     a scalar, "jsonrpc" other than "2.0", an id that is not a string or
+//     an integer, a non-string method, a repeated member, anything the
+//     SDK's decoder refuses): -32600 invalid request, with the request's
+//     id when it has a usable one, else null;
+//   - a request reusing the id of one still in flight: -32600 with that
+//     id (the SDK would drop it without an answer);
+//   - a line longer than MaxLineBytes: -32600, id null.
+//
+// The guard answers these itself on Out and goes on reading. What is
+// valid goes to the SDK unchanged, its surrounding whitespace trimmed. A
+// malformed response (a message without a method) is dropped with a log
+// line, never answered: answering it could start an endless exchange of
+// errors with the client.
+type StdioGuard struct {
+	In  io.Reader
+	Out io.Writer
+	Log zerolog.Logger
+	// MaxLineBytes bounds one message; zero means DefaultMaxLineBytes.
+	MaxLineBytes int
+}
+
+// Connect implements mcp.Transport.
+func (g *StdioGuard) Connect(ctx context.Context) (mcp.Connection, error) {
+	max := g.MaxLineBytes
+	if max <= 0 {
+		max = DefaultMaxLineBytes
+	}
+	pr, pw := io.Pipe()
+	gw := &guardWriter{out: g.Out, inflight: map[string]bool{}}
+	go g.pump(pr, pw, gw, max)
+	// The guard bounds each message itself.
+	return (&mcp.IOTransport{Reader: pr, Writer: gw, MaxLineLength: -1}).Connect(ctx)
+}
+
+// pump reads In line by line until it ends or the SDK closes its side.
+func (g *StdioGuard) pump(pr *io.PipeReader, pw *io.PipeWriter, gw *guardWriter, max int) {
+	defer pw.Close()
+	r := bufio.NewReaderSize(g.In, 64<<10)
+	var line []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		tooLong := false
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			if len(line)+len(chunk) > max {
+				tooLong = true
+			} else {
+				line = append(line, chunk...)
+				continue
+			}
+		case len(line)+len(chunk) > max+1: // the newline is not the message's
+			tooLong = true
+		default:
+			line = append(line, chunk...)
+		}
+		if tooLong {
+			line = line[:0]
+			// Skip the rest of the line.
+			for errors.Is(err, bufio.ErrBufferFull) {
+				_, err = r.ReadSlice('\n')
+			}
+			gw.reply(errorResponse(nullID, jsonrpc.CodeInvalidRequest, fmt.Sprintf("Invalid Request: a message is at most %d bytes", max)))
+			g.Log.Warn().Int("max_bytes", max).Msg("stdio: an over-long message was refused")
+		} else if len(line) > 0 {
+			if !g.handle(line, pw, gw) {
+				return
+			}
+			line = line[:0]
+		}
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			if !errors.Is(err, io.EOF) {
+				g.Log.Warn().Err(err).Msg("stdio: reading stdin")
+			}
+			return
+		}
+	}
+}
+
+// handle checks one line and passes it on or answers it; false when the
+// SDK's side is closed.
+func (g *StdioGuard) handle(line []byte, pw *io.PipeWriter, gw *guardWriter) bool {
+	v := checkMessage(line)
+	switch {
+	case v.reply != nil:
+		gw.reply(v.reply)
+		g.Log.Warn().Str("error", v.why).Msg("stdio: a malformed message was answered with an error")
+		return true
+	case v.drop:
+		g.Log.Warn().Str("error", v.why).Msg("stdio: a malformed response from the client was dropped")
+		return true
+	case v.msg == nil:
+		return true // blank
+	}
+	if v.call != "" && !gw.begin(v.call) {
+		gw.reply(errorResponse(v.id, jsonrpc.CodeInvalidRequest,
+			fmt.Sprintf("Invalid Request: id %s is already in use by a request in flight; use a new id for each request", v.id)))
+		return true
+	}
+	if _, err := pw.Write(append(v.msg, '\n')); err != nil {
+		return false
+	}
+	return true
+}
+
+// verdict is what checkMessage decides about one line.
+type verdict struct {
+	msg   []byte          // the message to pass on (trimmed); nil: nothing to pass
+	call  string          // msg is a request with this id key: track it in flight
+	id    json.RawMessage // the request's id, for an answer
+	reply []byte          // the error response to write instead
+	drop  bool            // a malformed response: nothing is answered
+	why   string          // for the log
+}
+
+var nullID = json.RawMessage("null")
+
+// checkMessage classifies one line (see StdioGuard).
+func checkMessage(line []byte) verdict {
+	msg := bytes.Trim(line, " \t\r\n")
+	if len(msg) == 0 {
+		return verdict{}
+	}
+	invalid := func(id json.RawMessage, format string, args ...any) verdict {
+		why := fmt.Sprintf(format, args...)
+		return verdict{reply: errorResponse(id, jsonrpc.CodeInvalidRequest, "Invalid Request: "+why), why: why}
+	}
+	if !json.Valid(msg) {
+		why := "not JSON"
+		var raw json.RawMessage
+		if err := json.Unmarshal(msg, &raw); err != nil {
+			why = err.Error()
+		}
+		return verdict{reply: errorResponse(nullID, jsonrpc.CodeParseError, "Parse error: "+why), why: why}
+	}
+	switch msg[0] {
+	case '[':
+		return checkBatch(msg)
+	case '{':
+	default:
+		return invalid(nullID, "a JSON-RPC message is an object, not %s", clip(string(msg)))
+	}
+	members, dup := objectMembers(msg)
+	id, hasID := members["id"]
+	idOK := hasID && validID(id)
+	answerID := nullID
+	if idOK && dup == "" {
+		answerID = id
+	}
+	_, isRequest := members["method"]
+	if !isRequest {
+		_, hasResult := members["result"]
+		_, hasError := members["error"]
+		if hasResult || hasError {
+			// A response from the client.
+			if why := checkResponse(members, dup); why != "" {
+				return verdict{drop: true, why: why}
+			}
+			if _, err := jsonrpc.DecodeMessage(msg); err != nil {
+				return verdict{drop: true, why: err.Error()}
+			}
+			return verdict{msg: msg}
+		}
+	}
+	switch {
+	case dup != "":
+		return invalid(nullID, "the member %q appears twice", dup)
+	case string(members["jsonrpc"]) != `"2.0"`:
+		if v, ok := members["jsonrpc"]; ok {
+			return invalid(answerID, `"jsonrpc" must be "2.0", not %s`, clip(string(v)))
+		}
+		return invalid(answerID, `the member "jsonrpc": "2.0" is missing`)
+	case !isRequest:
+		return invalid(answerID, `a request needs a "method" (a response, a "result" or an "error")`)
+	case hasID && !idOK:
+		return invalid(nullID, "the id must be a string or an integer, not %s", clip(string(id)))
+	}
+	var method string
+	if err := json.Unmarshal(members["method"], &method); err != nil {
+		return invalid(answerID, "the method must be a string, not %s", clip(string(members["method"])))
+	}
+	if p, ok := members["params"]; ok && p[0] != '{' && p[0] != '[' && string(p) != "null" {
+		return invalid(answerID, "params must be an object, not %s", clip(string(p)))
+	}
+	// Whatever else the SDK's decoder refuses (it nests at most 1000
+	// deep) would end its session: refuse it here.
+	if _, err := jsonrpc.DecodeMessage(msg); err != nil {
+		return invalid(answerID, "%v", err)
+	}
+	v := verdict{msg: msg}
+	if hasID {
+		v.call, v.id = idKey(id), id
+	}
+	return v
+}
+
+// checkBatch refuses a batch: MCP removed JSON-RPC batching (2025-06-18),
+// and the SDK ends the session on one. Each request with a usable id gets
+// its error, so that no client waits for an answer; otherwise one error
+// with id null says what happened.
+func checkBatch(msg []byte) verdict {
+	var elems []json.RawMessage
+	_ = json.Unmarshal(msg, &elems)
+	const why = "JSON-RPC batches are not supported (MCP removed them in 2025-06-18): send each message on a line of its own"
+	if len(elems) == 0 {
+		return verdict{reply: errorResponse(nullID, jsonrpc.CodeInvalidRequest, "Invalid Request: an empty batch"), why: "an empty batch"}
+	}
+	var out []json.RawMessage
+	for _, e := range elems {
+		if len(e) == 0 || e[0] != '{' {
+			continue
+		}
+		m, _ := objectMembers(e)
+		if _, ok := m["method"]; !ok {
+			continue
+		}
+		if id, ok := m["id"]; ok && validID(id) {
+			out = append(out, errorResponse(id, jsonrpc.CodeInvalidRequest, "Invalid Request: "+why))
+		}
+	}
+	if len(out) == 0 {
+		return verdict{reply: errorResponse(nullID, jsonrpc.CodeInvalidRequest, "Invalid Request: "+why), why: why}
+	}
+	b, _ := json.Marshal(out)
+	return verdict{reply: b, why: why}
+}
+
+// checkResponse says what is wrong with a client's response, or "".
+func checkResponse(m map[string]json.RawMessage, dup string) string {
+	_, hasResult := m["result"]
+	_, hasError := m["error"]
+	switch {
+	case dup != "":
+		return fmt.Sprintf("the member %q appears twice", dup)
+	case string(m["jsonrpc"]) != `"2.0"`:
+		return `"jsonrpc" is not "2.0"`
+	case !validID(m["id"]):
+		return "the id is not a string or an integer"
+	case hasResult == hasError:
+		return `a response has exactly one of "result" and "error"`
+	}
+	return ""
+}
+
+// objectMembers splits a valid JSON object into its members, and names a
+// member that appears more than once (decoders differ on which one wins).
+func objectMembers(obj []byte) (map[string]json.RawMessage, string) {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	members := map[string]json.RawMessage{}
+	dup := ""
+	if _, err := dec.Token(); err != nil { // {
+		return members, ""
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			break
+		}
+		key, _ := t.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			break
+		}
+		if _, seen := members[key]; seen && dup == "" {
+			dup = key
+		}
+		members[key] = v
+	}
+	return members, dup
+}
+
+// maxSafeInteger is the largest integer every JSON parser holds exactly.
+const maxSafeInteger = 1<<53 - 1
+
+// validID reports whether raw is an id the SDK answers under the same
+// value: a string, or an integer (no fraction, within ±2^53).
+func validID(raw json.RawMessage) bool {
+	if len(raw) == 0 {
+		return false
+	}
+	if raw[0] == '"' {
+		var s string
+		return json.Unmarshal(raw, &s) == nil
+	}
+	_, ok := intID(raw)
+	return ok
+}
+
+func intID(raw json.RawMessage) (int64, bool) {
+	if raw[0] != '-' && (raw[0] < '0' || raw[0] > '9') {
+		return 0, false
+	}
+	if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+		return n, n >= -maxSafeInteger && n <= maxSafeInteger
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil || f != math.Trunc(f) || math.Abs(f) > maxSafeInteger {
+		return 0, false
+	}
+	return int64(f), true
+}
+
+// idKey is the in-flight key of a valid id: the SDK keeps a numeric id as
+// an int64 and a string as itself, so 1 and "1" are two ids.
+func idKey(raw json.RawMessage) string {
+	if raw[0] == '"' {
+		var s string
+		_ = json.Unmarshal(raw, &s)
+		return "s:" + s
+	}
+	n, _ := intID(raw)
+	return "n:" + strconv.FormatInt(n, 10)
+}
+
+// errorResponse is a JSON-RPC error response.
+func errorResponse(id json.RawMessage, code int, msg string) []byte {
+	b, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}{JSONRPC: "2.0", ID: id, Error: struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}{code, msg}})
+	return b
+}
+
+// guardWriter is the SDK's stdout: whole lines, written under one lock
+// with the guard's own answers, and the requests in flight, which a
+// response ends.
+type guardWriter struct {
+	mu       sync.Mutex
+	out      io.Writer
+	inflight map[string]bool
+}
+
+// begin registers a request in flight; false when its id already is.
+func (w *guardWriter) begin(key string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.inflight[key] {
+		return false
+	}
+	w.inflight[key] = true
+	return true
+}
+
+// Write is one message of the SDK (it writes each, newline included, in
+// one call). A response ends its request before it is written: the client
+// may reuse the id as soon as it has read it.
+func (w *guardWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if key, ok := responseID(p); ok {
+		delete(w.inflight, key)
+	}
+	return w.out.Write(p)
+}
+
+// reply writes one of the guard's own answers.
+func (w *guardWriter) reply(msg []byte) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, _ = w.out.Write(append(msg, '\n'))
+}
+
+// Close leaves stdout open: the process's, not the session's.
+func (w *guardWriter) Close() error { return nil }
+
+// responseID reads the id key of an outgoing response from the start of
+// the message, without decoding the result: the SDK writes "jsonrpc",
+// then "id", then "method" (a request of its own) or "result"/"error".
+func responseID(p []byte) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(p))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return "", false
+	}
+	var id json.RawMessage
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		switch t {
+		case "method":
+			return "", false
+		case "result", "error":
+			if id != nil && validID(id) {
+				return idKey(id), true
+			}
+		case "id":
+			if err := dec.Decode(&id); err != nil {
+				return "", false
+			}
+			continue
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return "", false
+		}
+	}
+	if id != nil && validID(id) {
+		return idKey(id), true
+	}
+	return "", false
+}
