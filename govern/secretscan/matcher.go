@@ -1,12 +1,17 @@
 package secretscan
 
-import "bytes"
+import (
+	"bytes"
+	"sync"
+)
 
-// Matcher finds any form of any of its secrets in a buffer. It is
-// immutable and safe for concurrent use.
+// Matcher finds any form of any of its secrets in a text. It is immutable
+// and safe for concurrent use.
 type Matcher struct {
-	forms  [][]byte
-	owners []string // form -> secret id
+	ids   []string
+	fold  *index // the forms the normalised views match
+	exact *index // exact forms of values too short for the views
+	pool  sync.Pool
 }
 
 // NewMatcher builds a matcher over every form of every secret; values
@@ -15,33 +20,140 @@ type Matcher struct {
 func NewMatcher(secrets []Secret) *Matcher {
 	m := &Matcher{}
 	seen := map[string]bool{}
+	var folded, exact []indexForm
 	for _, s := range secrets {
 		if len(s.Value) < MinSecretBytes {
 			continue
 		}
-		for _, v := range Variants(s.Value) {
-			if !seen[v] {
-				seen[v] = true
-				m.forms = append(m.forms, []byte(v))
-				m.owners = append(m.owners, s.ID)
+		id := len(m.ids)
+		m.ids = append(m.ids, s.ID)
+		v := []byte(s.Value)
+		runs := eligible(v)
+		forms := laneForms(v)
+		for _, f := range forms {
+			if len(f.sym) < minLane || seen[string(f.sym)] {
+				continue
+			}
+			seen[string(f.sym)] = true
+			folded = append(folded, indexForm{secret: id, laneForm: f, runs: runs})
+		}
+		if len(forms[0].sym) >= minLane {
+			continue // the raw form is long enough for the views
+		}
+		for _, x := range Variants(s.Value) {
+			if !seen["\x00"+x] {
+				seen["\x00"+x] = true
+				exact = append(exact, indexForm{secret: id, laneForm: laneForm{sym: []byte(x)}})
 			}
 		}
 	}
+	if len(folded) > 0 {
+		m.fold = newIndex(8, minLane, folded).withQuads()
+	}
+	if len(exact) > 0 {
+		shortest := len(exact[0].sym)
+		for _, f := range exact {
+			shortest = min(shortest, len(f.sym))
+		}
+		m.exact = newIndex(4, shortest, exact)
+	}
+	m.pool.New = func() any { return new(scratch) }
 	return m
 }
 
 // Empty reports whether the matcher has nothing to find.
-func (m *Matcher) Empty() bool { return m == nil || len(m.forms) == 0 }
+func (m *Matcher) Empty() bool { return m == nil || m.fold == nil && m.exact == nil }
+
+// ID returns the id of secret i, as given to NewMatcher.
+func (m *Matcher) ID(i int) string { return m.ids[i] }
+
+func (m *Matcher) scratch() *scratch { return m.pool.Get().(*scratch) }
+
+// findWhole is the longest text Find scans in one piece; a longer one goes
+// through a Feed, so memory stays bounded.
+const findWhole = 256 << 10
 
 // Find returns the id of a secret one of whose forms b contains.
 func (m *Matcher) Find(b []byte) (id string, ok bool) {
-	if m == nil {
+	if m.Empty() {
 		return "", false
 	}
-	for i, f := range m.forms {
-		if bytes.Contains(b, f) {
-			return m.owners[i], true
+	if len(b) <= findWhole {
+		spans, _ := m.Scan(b, 0, true, nil)
+		if len(spans) == 0 {
+			return "", false
+		}
+		return m.ids[spans[0].Secret], true
+	}
+	found := -1
+	f := m.Feed()
+	note := func(_ []byte, secret int) {
+		if secret >= 0 && found < 0 {
+			found = secret
 		}
 	}
-	return "", false
+	for off := 0; off < len(b) && found < 0; off += 64 << 10 {
+		f.Write(b[off:min(off+64<<10, len(b))], note)
+	}
+	if found < 0 {
+		f.Close(note)
+	}
+	if found < 0 {
+		return "", false
+	}
+	return m.ids[found], true
 }
+
+// Scan finds the secrets in buf[from:]. buf[:from] is context, already
+// passed on: it must hold the current line from its start, or at least
+// MaxContext bytes of it (ContextStart says where to cut). With final
+// unset, more text may follow: Scan then holds back the end of buf that a
+// later byte could still make part of a match, and returns in safe where
+// that begins. The spans returned (sorted, disjoint, appended to dst) all
+// lie in buf[from:safe]; the rest of that range holds no secret.
+func (m *Matcher) Scan(buf []byte, from int, final bool, dst []Span) (spans []Span, safe int) {
+	if m.Empty() {
+		return dst, len(buf)
+	}
+	sc := m.scratch()
+	defer m.pool.Put(sc)
+	return sc.scan(m, buf, from, final, 0, dst)
+}
+
+// ContextStart returns where the context Scan needs before safe begins:
+// the line end before the line that holds safe, or MaxContext bytes back.
+func ContextStart(buf []byte, safe int) int {
+	lo := max(0, safe-MaxContext)
+	if nl := bytes.LastIndexByte(buf[lo:safe], '\n'); nl >= 0 {
+		return lo + nl
+	}
+	return lo
+}
+
+// Byte classes.
+const (
+	clSym = 1 << iota // an ASCII letter or digit: a symbol of the views
+	clHex             // a hex digit
+	clRun             // a base64 character of either alphabet, not '='
+)
+
+var class, fold = func() (c [256]uint8, f [256]byte) {
+	for i := range 256 {
+		b := byte(i)
+		lower, upper, digit := b >= 'a' && b <= 'z', b >= 'A' && b <= 'Z', b >= '0' && b <= '9'
+		f[i] = b
+		if upper {
+			f[i] = b + 'a' - 'A'
+		}
+		if lower || upper || digit {
+			c[i] |= clSym | clRun
+		}
+		if digit || b >= 'a' && b <= 'f' || b >= 'A' && b <= 'F' {
+			c[i] |= clHex
+		}
+		if b == '+' || b == '/' || b == '-' || b == '_' {
+			c[i] |= clRun
+		}
+	}
+	return c, f
+}()
