@@ -100,7 +100,8 @@ func build(cfg *config.Config, logger zerolog.Logger, extra []ownfiles.File, opt
 	if err := place.Check(own); err != nil {
 		return nil, fmt.Errorf("the gateway's own files are within reach of the commands it runs, refusing to start:\n%w", err)
 	}
-	g := &generation{cfg: cfg, home: home, runAs: runAs, own: own, place: place}
+	g := &generation{cfg: cfg, home: home, runAs: runAs, own: own, place: place,
+		scrub: own.Scrubber(ownfiles.WritableRoots(cfg, pol))}
 	if cfg.ThreatIntel.Feed != "" {
 		feed, err := intel.NewWatcher(cfg.ThreatIntel.Feed, time.Duration(cfg.ThreatIntel.ReloadSeconds)*time.Second, logger)
 		if err != nil {

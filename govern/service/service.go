@@ -77,8 +77,11 @@ type generation struct {
 	// own are the gateway's own files under cfg, and place who could
 	// rewrite them: every run masks the first and keeps programs
 	// read-only; a sandbox helper a run could replace is refused.
-	own     ownfiles.Set
-	place   ownfiles.Placement
+	own   ownfiles.Set
+	place ownfiles.Placement
+	// scrub takes the host paths of own out of what the gateway tells an
+	// agent (its own words, not the command's output).
+	scrub   *ownfiles.Scrubber
 	closers []func() error
 }
 
@@ -276,7 +279,7 @@ func (s bound) denied(ctx context.Context, call govern.Call, st *pipeline.State,
 		rec.Analysis = st.Analysis
 	}
 	id := s.write(rec)
-	text := fmt.Sprintf("denied (%s): %s", d.Reason, d.Message)
+	text := s.scrub.Scrub(fmt.Sprintf("denied (%s): %s", d.Reason, d.Message))
 	return Result{Text: text, IsError: true, Decision: d,
 		Structured: Structured{Reason: string(d.Reason), EventID: id}}
 }
@@ -371,7 +374,7 @@ func (s bound) prepare(ctx context.Context, st *pipeline.State) (*prepared, Resu
 		rec.Run = &audit.Run{Status: govern.StatusNeverRan, Reason: govern.ReasonSandboxUnavailable, SandboxMode: &m, TimeoutSeconds: ceiling}
 		id := s.write(rec)
 		s.degraded(ctx, st, mode, govern.StatusNeverRan, id)
-		return nil, Result{Text: "denied (sandbox_unavailable): " + d.Message, IsError: true, Decision: d, Status: govern.StatusNeverRan,
+		return nil, Result{Text: s.scrub.Scrub("denied (sandbox_unavailable): " + d.Message), IsError: true, Decision: d, Status: govern.StatusNeverRan,
 			Structured: Structured{TimeoutSeconds: ceiling, SandboxMode: mode.String(), Reason: string(d.Reason), Status: govern.StatusNeverRan.String(), EventID: id}}
 	}
 	p, err := plan.New(plan.Spec{
@@ -523,7 +526,7 @@ func (s bound) run(ctx context.Context, pr *prepared, live Output) Result {
 	var killedBecause string
 	if r.Status == govern.StatusKilled && r.Message != "" {
 		b, _ := red.Redact([]byte(r.Message))
-		killedBecause = string(b)
+		killedBecause = s.scrub.Scrub(string(b))
 		stderr += "\n[" + killedBecause + "]\n"
 	}
 	res := Result{Stdout: stdout, Stderr: stderr, Decision: govern.Decision{Outcome: govern.Allow}, Status: r.Status,
@@ -537,7 +540,7 @@ func (s bound) run(ctx context.Context, pr *prepared, live Output) Result {
 	if r.Status == govern.StatusFailedToStart || r.Status == govern.StatusNeverRan {
 		res.IsError = true
 		res.Structured.Reason, res.Structured.Status = string(r.Reason), r.Status.String()
-		res.Text = fmt.Sprintf("the command did not run (%s): %s", r.Reason, r.Message)
+		res.Text = s.scrub.Scrub(fmt.Sprintf("the command did not run (%s): %s", r.Reason, r.Message))
 	} else if r.Status != govern.StatusCompleted {
 		res.Structured.Status = r.Status.String()
 	}
@@ -594,7 +597,7 @@ func (s bound) failed(ctx context.Context, st *pipeline.State, base audit.Record
 	rec.Decision = govern.Decision{Outcome: govern.Allow, Reason: govern.ReasonSpawnError, Stage: "executor", Message: err.Error()}
 	rec.Run = &audit.Run{Status: govern.StatusFailedToStart, Reason: govern.ReasonSpawnError, SandboxMode: &m, TimeoutSeconds: ceiling}
 	id := s.write(rec)
-	return Result{Text: "the command could not start (spawn_error): " + err.Error(), IsError: true, Status: govern.StatusFailedToStart,
+	return Result{Text: s.scrub.Scrub("the command could not start (spawn_error): " + err.Error()), IsError: true, Status: govern.StatusFailedToStart,
 		Structured: Structured{TimeoutSeconds: ceiling, SandboxMode: mode.String(), Reason: string(govern.ReasonSpawnError), Status: govern.StatusFailedToStart.String(), EventID: id}}
 }
 
