@@ -60,12 +60,18 @@ test:
 	exit $$rc
 
 # Fuzz targets of the protocol surfaces (serve --stdio's framing, the MCP
-# HTTP endpoint, the admission socket), each for FUZZTIME from its seed
+# HTTP endpoint, the admission socket) and of the parsers that judge what
+# an agent or a file sends (the shell analyzer, the config and policy, the
+# hook payloads, the credential redactor, the own-path scrubber), each for
+# FUZZTIME from its seed
 # corpus in testdata/fuzz; make test runs them. A failure leaves the input
 # in testdata/fuzz/<target>/ for the next run to replay.
 FUZZTIME ?= 10s
 FUZZ_TARGETS := govern/mcpserver:FuzzStdioFraming govern/mcpserver:FuzzHTTPEndpoint \
-	admission:FuzzAdmitRequest admission:FuzzRedeemRequest
+	admission:FuzzAdmitRequest admission:FuzzRedeemRequest \
+	govern/shell:FuzzAnalyze govern/shell:FuzzAnalyzeCredentials govern/config:FuzzLoad \
+	govern/policy:FuzzParse hook/framework:FuzzParse govern/secretscan:FuzzFeed \
+	govern/dlp:FuzzCredentialStream govern/ownfiles:FuzzScrub
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		echo "fuzz $$t for $(FUZZTIME)"; \
