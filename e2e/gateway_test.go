@@ -153,6 +153,9 @@ func (w *world) events(t testing.TB) []map[string]any {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue // blank lines are skipped, as audit.Read does
+		}
 		var ev map[string]any
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			t.Fatalf("audit line is not JSON: %v\n%s", err, sc.Text())
@@ -160,6 +163,45 @@ func (w *world) events(t testing.TB) []map[string]any {
 		evs = append(evs, ev)
 	}
 	return evs
+}
+
+// calls is the audit file one event per call, as `audit list` shows it: a
+// call that ran left its decision before it started and its execution
+// after, linked; the execution stands for both. It checks the pairing on
+// the way: every execution's linked decision is earlier in the file, is a
+// decision event, and judged the same command.
+func (w *world) calls(t testing.TB) []map[string]any {
+	t.Helper()
+	return foldCalls(t, w.events(t))
+}
+
+func foldCalls(t testing.TB, evs []map[string]any) []map[string]any {
+	t.Helper()
+	seen := map[string]map[string]any{}
+	linked := map[string]bool{}
+	for _, ev := range evs {
+		id, _ := ev["id"].(string)
+		if l, _ := field(ev, "data", "linked_event_id").(string); l != "" && field(ev, "data", "execution") != nil {
+			d, ok := seen[l]
+			switch {
+			case !ok:
+				t.Fatalf("execution %s links to %s, which is not earlier in the file", id, l)
+			case d["type"] != "dev.mitrity.decision":
+				t.Fatalf("execution %s links to %s, a %v", id, l, d["type"])
+			case field(d, "data", "command", "sha256") != field(ev, "data", "command", "sha256"):
+				t.Fatalf("execution %s and its decision %s judged different commands", id, l)
+			}
+			linked[l] = true
+		}
+		seen[id] = ev
+	}
+	var out []map[string]any
+	for _, ev := range evs {
+		if id, _ := ev["id"].(string); !linked[id] {
+			out = append(out, ev)
+		}
+	}
+	return out
 }
 
 func field(ev map[string]any, path ...string) any {
@@ -311,7 +353,7 @@ func testExec(t *testing.T, w *world) {
 	if bytes.Contains(b, []byte(secretToken)) {
 		t.Fatal("the credential value reached the audit file")
 	}
-	evs := w.events(t)
+	evs := w.calls(t)
 	if len(evs) != 13 {
 		t.Fatalf("%d audit events for 13 calls", len(evs))
 	}

@@ -120,7 +120,7 @@ func TestMCPStdio(t *testing.T) {
 	cs.Close()
 	var evs []map[string]any
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		evs = w.events(t)
+		evs = w.calls(t)
 		if len(evs) >= 7 || time.Now().After(deadline) {
 			break
 		}
@@ -257,7 +257,7 @@ func TestMCPHTTP(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("serve did not exit after SIGTERM")
 	}
-	evs := w.events(t)
+	evs := w.calls(t)
 	if len(evs) != 2 || field(evs[0], "data", "agent") != "ci" || field(evs[1], "data", "execution", "status") != "killed" {
 		t.Fatalf("audit: %v", evs)
 	}
@@ -289,7 +289,7 @@ func TestMCPStdioSIGTERM(t *testing.T) {
 	if r.isError || r.text != "finished\n" {
 		t.Fatalf("a call inside the grace period: %+v", r)
 	}
-	if evs := w.events(t); len(evs) != 1 || field(evs[0], "data", "execution", "status") != "completed" {
+	if evs := w.calls(t); len(evs) != 1 || field(evs[0], "data", "execution", "status") != "completed" {
 		t.Fatalf("audit: %v", evs)
 	}
 }

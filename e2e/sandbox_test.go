@@ -128,14 +128,14 @@ func attacks(t *testing.T, w *world) {
 	// Through the proxy: a destination off the allowlist and the metadata
 	// endpoint are refused and land on the audit event; around it there is
 	// no route at all.
-	before := len(w.events(t))
+	before := len(w.calls(t))
 	r = w.exec(t, "--", "curl -s -o /dev/null --max-time 5 https://denied.invalid/; curl -s -o /dev/null --max-time 5 http://169.254.169.254/latest/meta-data/; curl -s --noproxy '*' --max-time 2 http://127.0.0.1:"+port+"/ || echo noroute")
 	if !strings.Contains(r.stdout, "noroute") {
 		t.Errorf("bypassing the proxy reached something: %+v", r)
 	}
 	// One execution event, then one DLP event per refused destination,
 	// each linked to it.
-	evs := w.events(t)[before:]
+	evs := w.calls(t)[before:]
 	if len(evs) != 3 || evs[0]["type"] != "dev.mitrity.execution" {
 		t.Fatalf("want the execution and two unauthorized_destination events, got %d: %v", len(evs), evs)
 	}

@@ -192,7 +192,7 @@ func TestServeStdioMalformed(t *testing.T) {
 		t.Error("serve --stdio did not exit after stdin closed")
 	}
 	var statuses []string
-	for _, ev := range w.events(t) {
+	for _, ev := range w.calls(t) {
 		s, _ := field(ev, "data", "execution", "status").(string)
 		statuses = append(statuses, s)
 	}

@@ -17,7 +17,7 @@ func auditCommand() *cli.Command {
 		Subcommands: []*cli.Command{
 			{
 				Name:  "list",
-				Usage: "one line per event, oldest first",
+				Usage: "one line per call, oldest first (--all: one per event)",
 				Flags: []cli.Flag{
 					configFlag,
 					&cli.StringFlag{Name: "sandbox-mode", Usage: "only executions stamped with this mode"},
@@ -25,6 +25,7 @@ func auditCommand() *cli.Command {
 					&cli.StringFlag{Name: "agent"},
 					&cli.StringFlag{Name: "since", Usage: "RFC 3339 time or a duration back from now (1h)"},
 					&cli.BoolFlag{Name: "json", Usage: "one JSON event per line"},
+					&cli.BoolFlag{Name: "all", Usage: "every event: a call that ran shows its decision (written before it started) as well as its execution"},
 				},
 				Action: func(c *cli.Context) error {
 					cfg, err := loadConfig(c)
@@ -45,6 +46,9 @@ func auditCommand() *cli.Command {
 					if err != nil && len(events) == 0 {
 						return cli.Exit(err.Error(), 1)
 					}
+					if !c.Bool("all") {
+						events = audit.Calls(events)
+					}
 					if c.Bool("json") {
 						enc := json.NewEncoder(c.App.Writer)
 						for _, ev := range events {
@@ -63,7 +67,7 @@ func auditCommand() *cli.Command {
 			},
 			{
 				Name:      "show",
-				Usage:     "the execution card of one event",
+				Usage:     "the execution card of one event, and the events linked to it",
 				ArgsUsage: "EVENT_ID",
 				Flags:     []cli.Flag{configFlag, &cli.BoolFlag{Name: "json"}},
 				Action: func(c *cli.Context) error {
@@ -78,12 +82,26 @@ func auditCommand() *cli.Command {
 					if err != nil {
 						return cli.Exit(err.Error(), 1)
 					}
-					if c.Bool("json") {
-						enc := json.NewEncoder(c.App.Writer)
-						enc.SetIndent("", "  ")
-						return enc.Encode(ev)
+					// A decision's execution, an execution's refused
+					// destinations: the call, whichever id was given.
+					linked, _ := audit.Linked(cfg.Audit.Path, ev.ID)
+					for _, e := range append([]*audit.Event{ev}, linked...) {
+						if c.Bool("json") {
+							enc := json.NewEncoder(c.App.Writer)
+							enc.SetIndent("", "  ")
+							if err := enc.Encode(e); err != nil {
+								return err
+							}
+							continue
+						}
+						if e != ev {
+							fmt.Fprintln(c.App.Writer)
+						}
+						if err := audit.RenderCard(c.App.Writer, e); err != nil {
+							return err
+						}
 					}
-					return audit.RenderCard(c.App.Writer, ev)
+					return nil
 				},
 			},
 		},

@@ -29,7 +29,8 @@ func serveCommand() *cli.Command {
 			"`TOKEN AGENT_ID` lines (mode 0600) and the token names the agent. SIGTERM or SIGINT stops accepting\n" +
 			"calls, lets running ones finish, and cancels (kills) those still running after --grace.\n" +
 			"With admission.enabled (the default) the admission socket is served too, for mitrity-hook;\n" +
-			"--admission-only serves nothing else. SIGHUP reloads the config and policy: the new ones are validated\n" +
+			"--admission-only serves nothing else. SIGHUP reopens the audit log (logrotate's postrotate) and reloads the\n" +
+			"config and policy: the new ones are validated\n" +
 			"whole first, and when they are not, the running ones stay and the log says why.",
 		Flags: []cli.Flag{
 			configFlag,
@@ -178,7 +179,8 @@ func runServe(c *cli.Context) error {
 	return nil
 }
 
-// reloadOnHUP reloads the config and policy on each SIGHUP. A config that
+// reloadOnHUP reopens the audit log and reloads the config and policy on
+// each SIGHUP. A config that
 // does not validate, or a policy that does not compile, leaves the running
 // generation in place; either way the log says what happened.
 func reloadOnHUP(ctx context.Context, c *cli.Context, svc *service.Service, logger zerolog.Logger) {
@@ -190,6 +192,11 @@ func reloadOnHUP(ctx context.Context, c *cli.Context, svc *service.Service, logg
 		case <-ctx.Done():
 			return
 		case <-hup:
+		}
+		// The audit log first, whatever the config: logrotate's
+		// postrotate sends SIGHUP once it has renamed the file.
+		if err := svc.ReopenAudit(); err != nil {
+			logger.Error().Err(err).Msg("the audit log could not be reopened")
 		}
 		cfg, err := loadConfig(c)
 		if err == nil {

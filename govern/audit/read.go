@@ -126,3 +126,40 @@ func Find(path, id string) (*Event, error) {
 	}
 	return nil, fmt.Errorf("event %s not found in %s", id, path)
 }
+
+// Calls folds events into one per call, for `audit list`: a call that ran
+// has its decision (written before the command started) and its execution
+// (written after, linked to the decision by data.linked_event_id); the
+// execution stands for both. A decision no event links to stays: a call
+// that never reached its completion (the gateway was killed mid-run), a
+// framework's own tool, or a refusal. Refused-destination events are
+// linked to their execution and stay too.
+func Calls(events []*Event) []*Event {
+	completed := map[string]bool{}
+	for _, ev := range events {
+		if ev.Data.Execution != nil && ev.Data.LinkedEventID != "" {
+			completed[ev.Data.LinkedEventID] = true
+		}
+	}
+	out := make([]*Event, 0, len(events))
+	for _, ev := range events {
+		if ev.Data.Execution == nil && ev.Type == TypeDecision && completed[ev.ID] {
+			continue
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+// Linked returns the events of the file at path that link to id: a
+// decision's execution, an execution's refused destinations.
+func Linked(path, id string) ([]*Event, error) {
+	events, err := ReadAll(path, Filter{})
+	var out []*Event
+	for _, ev := range events {
+		if ev.Data.LinkedEventID == id {
+			out = append(out, ev)
+		}
+	}
+	return out, err
+}

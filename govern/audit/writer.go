@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 )
 
 // ErrClosed is returned by Write after Close.
@@ -24,14 +26,53 @@ var ErrClosed = errors.New("audit writer is closed")
 // Each line is one write(2) on a file opened O_APPEND, so lines from
 // several processes appending to the same file (the serving gateway and a
 // one-off `mitrity-gateway exec`) do not interleave on a local filesystem.
+//
+// The file is the one at the path, not the one first opened: before each
+// write the writer checks that the path still names the file it holds
+// (one stat(2) beside the fsync), and when it names another (rotated:
+// renamed away, a new one or none in its place) or none (deleted), it
+// opens the path afresh, so no event goes to a file nobody will read.
+// Reopen does the same on demand (SIGHUP after logrotate).
 type Writer struct {
-	path   string
-	errors atomic.Uint64
+	path    string
+	errors  atomic.Uint64
+	reopens [numReopenCauses]atomic.Uint64
+	// OnReopen, when set before the first Write, is told of each reopen
+	// (its cause, and the error when the new file could not be opened).
+	OnReopen func(cause ReopenCause, err error)
 
 	mu     sync.Mutex
 	f      *os.File
+	dev    uint64 // the open file's device and inode
+	ino    uint64
 	torn   bool // the last write may have left a partial line
 	closed bool
+}
+
+// ReopenCause is why the writer opened its path again.
+type ReopenCause int
+
+const (
+	// ReopenRequested: Reopen was called (SIGHUP).
+	ReopenRequested ReopenCause = iota
+	// ReopenReplaced: the path names another file (rotated by rename).
+	ReopenReplaced
+	// ReopenMissing: the path names no file (deleted, or renamed away by
+	// a rotation that leaves the new file to the writer).
+	ReopenMissing
+	numReopenCauses
+)
+
+func (c ReopenCause) String() string {
+	switch c {
+	case ReopenRequested:
+		return "requested"
+	case ReopenReplaced:
+		return "replaced"
+	case ReopenMissing:
+		return "missing"
+	}
+	return fmt.Sprintf("ReopenCause(%d)", int(c))
 }
 
 // OpenWriter opens (creating if needed) the audit file at path, mode 0600,
@@ -39,20 +80,31 @@ type Writer struct {
 // existing file or directory keeps its mode: the operator may have chosen
 // a group-readable trail on purpose.
 func OpenWriter(path string) (*Writer, error) {
-	dir := filepath.Dir(path)
+	w := &Writer{path: path}
+	if err := w.open(); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// open opens the path (creating the file, and its directory, if needed)
+// and makes it the file written to.
+func (w *Writer) open() error {
+	dir := filepath.Dir(w.path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("audit log directory: %w", err)
+		return fmt.Errorf("audit log directory: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(w.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("audit log: %w", err)
+		return fmt.Errorf("audit log: %w", err)
 	}
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = errors.New("not a regular file")
+	}
+	if err != nil {
 		f.Close()
-		if err == nil {
-			err = errors.New("not a regular file")
-		}
-		return nil, fmt.Errorf("audit log %s: %w", path, err)
+		return fmt.Errorf("audit log %s: %w", w.path, err)
 	}
 	// Make the file's directory entry durable too, so a crash right after
 	// the first event cannot lose the file that holds it.
@@ -60,7 +112,66 @@ func OpenWriter(path string) (*Writer, error) {
 		_ = d.Sync() // best effort: some filesystems refuse fsync on a directory
 		d.Close()
 	}
-	return &Writer{path: path, f: f}, nil
+	if w.f != nil {
+		w.f.Close()
+	}
+	w.f, w.torn = f, false
+	w.dev, w.ino = fileID(fi)
+	return nil
+}
+
+func fileID(fi os.FileInfo) (dev, ino uint64) {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Dev), st.Ino
+	}
+	return 0, 0
+}
+
+// current makes sure the file written to is the one at the path.
+func (w *Writer) current() error {
+	fi, err := os.Stat(w.path)
+	var cause ReopenCause
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		cause = ReopenMissing
+	case err != nil:
+		return fmt.Errorf("audit log %s: %w", w.path, err)
+	default:
+		if dev, ino := fileID(fi); dev == w.dev && ino == w.ino {
+			return nil
+		}
+		cause = ReopenReplaced
+	}
+	return w.reopen(cause)
+}
+
+func (w *Writer) reopen(cause ReopenCause) error {
+	err := w.open()
+	w.reopens[cause].Add(1)
+	if w.OnReopen != nil {
+		w.OnReopen(cause, err)
+	}
+	return err
+}
+
+// Reopen opens the path afresh: after logrotate has renamed the file, the
+// next event starts the new one. An error leaves the writer failing every
+// Write until a reopen succeeds.
+func (w *Writer) Reopen() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return ErrClosed
+	}
+	return w.reopen(ReopenRequested)
+}
+
+// Reopens is how many times the path was opened again for cause.
+func (w *Writer) Reopens(cause ReopenCause) uint64 {
+	if cause < 0 || cause >= numReopenCauses {
+		return 0
+	}
+	return w.reopens[cause].Load()
 }
 
 // Path is the file the writer appends to.
@@ -92,6 +203,9 @@ func (w *Writer) write(ev *Event) error {
 	if w.closed {
 		return ErrClosed
 	}
+	if err := w.current(); err != nil {
+		return fmt.Errorf("audit log %s: event %s: %w", w.path, ev.ID, err)
+	}
 	if w.torn {
 		// Start on a fresh line so a partial earlier line costs only itself.
 		line = append(line, '\n')
@@ -99,7 +213,7 @@ func (w *Writer) write(ev *Event) error {
 	line = append(append(line, b...), '\n')
 	n, err := w.f.Write(line)
 	if err != nil {
-		w.torn = n > 0 || w.torn
+		w.torn = (n > 0 && !w.untear(n)) || w.torn
 		return fmt.Errorf("audit log %s: write event %s: %w", w.path, ev.ID, err)
 	}
 	w.torn = false
@@ -107,6 +221,22 @@ func (w *Writer) write(ev *Event) error {
 		return fmt.Errorf("audit log %s: flush event %s: %w", w.path, ev.ID, err)
 	}
 	return nil
+}
+
+// untear takes back the n bytes a short write left (a full disk accepts
+// part of a line): the file is cut to where the line began, when nothing
+// was appended after it since. Then no reader, and no other process
+// appending next, ever meets a partial line. It reports whether it did.
+func (w *Writer) untear(n int) bool {
+	end, err := w.f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return false
+	}
+	fi, err := w.f.Stat()
+	if err != nil || fi.Size() != end {
+		return false // another writer appended after us: leave it whole
+	}
+	return w.f.Truncate(end-int64(n)) == nil
 }
 
 // Errors is the number of Writes that failed since the writer was opened.

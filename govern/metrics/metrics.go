@@ -24,6 +24,7 @@ const (
 	NameRedactions        = "mitrity_redactions_total"
 	NameEgressDenied      = "mitrity_egress_denied_total"
 	NameAuditWriteErrors  = "mitrity_audit_write_errors_total"
+	NameAuditReopens      = "mitrity_audit_reopens_total"
 
 	// The MCP server over Streamable HTTP (serve --http).
 	NameHTTPConnections        = "mitrity_http_connections"
@@ -91,6 +92,7 @@ type Metrics struct {
 	redactions   *prometheus.CounterVec
 	egressDenied prometheus.Counter
 	auditErrors  prometheus.Counter
+	auditReopens *prometheus.CounterVec
 	kinds        []string // the redaction kind vocabulary
 
 	connsRefused    *prometheus.CounterVec
@@ -138,6 +140,13 @@ func New() *Metrics {
 	for _, d := range dlp.DetectorNames() {
 		m.kinds = append(m.kinds, KindDLPPrefix+d)
 	}
+	m.auditReopens = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: NameAuditReopens,
+		Help: "Times the audit log was opened again, by cause: requested (SIGHUP), replaced (the path names another file), missing (deleted, or rotated away).",
+	}, []string{"cause"})
+	for _, c := range AuditReopenCauses {
+		m.auditReopens.WithLabelValues(c)
+	}
 	m.connsRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: NameHTTPConnectionsRefused,
 		Help: "Connections to the MCP HTTP listener refused at accept, by reason: peer_limit (the peer's share) or total_limit.",
@@ -154,7 +163,7 @@ func New() *Metrics {
 		Name: NameMCPSessions,
 		Help: "MCP sessions open over Streamable HTTP.",
 	}, func() float64 { return m.servingValue(func(s *serving) func() int { return s.sessions }) })
-	m.reg.MustRegister(m.decisions, m.executions, m.duration, m.redactions, m.egressDenied, m.auditErrors,
+	m.reg.MustRegister(m.decisions, m.executions, m.duration, m.redactions, m.egressDenied, m.auditErrors, m.auditReopens,
 		m.connsRefused, m.sessionsRefused, conns, sessions,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, r := range ConnRefusedReasons {
@@ -241,6 +250,21 @@ func (m *Metrics) AuditWriteError() {
 		return
 	}
 	m.auditErrors.Inc()
+}
+
+// AuditReopenCauses is the cause label's vocabulary of
+// mitrity_audit_reopens_total (audit.ReopenCause's words).
+var AuditReopenCauses = []string{"requested", "replaced", "missing"}
+
+// AuditReopened counts one reopen of the audit log for cause.
+func (m *Metrics) AuditReopened(cause string) {
+	if m == nil {
+		return
+	}
+	if !slices.Contains(AuditReopenCauses, cause) {
+		cause = Other
+	}
+	m.auditReopens.WithLabelValues(cause).Inc()
 }
 
 // SetServing names the functions that report the HTTP server's open

@@ -333,3 +333,11 @@ func TestServing(t *testing.T) {
 	nilM.ConnRefused("peer_limit")
 	nilM.SessionRefused()
 }
+
+// The cause label's words are audit.ReopenCause's.
+func TestAuditReopenCauses(t *testing.T) {
+	want := []string{audit.ReopenRequested.String(), audit.ReopenReplaced.String(), audit.ReopenMissing.String()}
+	if !slices.Equal(AuditReopenCauses, want) {
+		t.Fatalf("AuditReopenCauses = %v, want %v", AuditReopenCauses, want)
+	}
+}

@@ -37,7 +37,15 @@ func (s *Service) Admit(ctx context.Context, call govern.Call, uid int) Admissio
 	return s.bind().admit(ctx, call, uid)
 }
 
+// admit answers with the gateway's own words scrubbed of its host paths:
+// the framework shows the decision's message to the model.
 func (s bound) admit(ctx context.Context, call govern.Call, uid int) Admission {
+	a := s.admitting(ctx, call, uid)
+	a.Decision.Message = s.scrub.Scrub(a.Decision.Message)
+	return a
+}
+
+func (s bound) admitting(ctx context.Context, call govern.Call, uid int) Admission {
 	call.ActionType, call.Tool, call.Surface = govern.ActionShellExecute, govern.ToolShellExecute, govern.SurfaceAgentHook
 	st, d := s.pipe.Decide(ctx, call)
 	routing := st.Profile.BuiltinExecRouting
@@ -55,7 +63,10 @@ func (s bound) admit(ctx context.Context, call govern.Call, uid int) Admission {
 	if routing != policy.RoutingGovernedShell {
 		// The framework runs it: the decision is all there is to audit,
 		// and the event carries no sandbox mode (not ours to vouch for).
-		id := s.write(s.decisionRecord(st, d))
+		id, err := s.record(s.decisionRecord(st, d))
+		if err != nil {
+			return Admission{Decision: s.auditUnavailable(err), Routing: routing}
+		}
 		return Admission{Decision: d, Routing: routing, EventID: id}
 	}
 	if !s.cfg.Exec.Enabled {
@@ -71,8 +82,12 @@ func (s bound) admit(ctx context.Context, call govern.Call, uid int) Admission {
 		return Admission{Decision: govern.Decision{Outcome: govern.Deny, Reason: govern.Reason(res.Structured.Reason), Stage: "executor", Message: res.Text},
 			Routing: routing, EventID: res.Structured.EventID}
 	}
-	id := s.write(s.decisionRecord(st, d))
-	pr.base.LinkedEventID = id
+	if res, ok := s.recordDecision(pr, d); !ok {
+		// Nothing will run: no ticket for a call whose decision is not
+		// on disk.
+		return Admission{Decision: res.Decision, Routing: routing}
+	}
+	id := pr.base.LinkedEventID
 	tk, exp, err := s.tickets.Issue(ticket.Ticket{Agent: call.Agent, Session: call.Session, UID: uid,
 		PlanHash: pr.plan.Hash(), EventID: id, Payload: pr})
 	if err != nil {

@@ -50,6 +50,16 @@ func Open(cfg *config.Config, logger zerolog.Logger, extra ...ownfiles.File) (*S
 		return nil, err
 	}
 	svc := New(Deps{Config: cfg, Audit: w, Logger: logger})
+	w.OnReopen = func(cause audit.ReopenCause, err error) {
+		if err != nil {
+			logger.Error().Err(err).Str("cause", cause.String()).Str("path", cfg.Audit.Path).Msg("the audit log could not be opened again: every call is refused (audit_unavailable) until it can")
+		} else if cause != audit.ReopenRequested {
+			logger.Warn().Str("cause", cause.String()).Str("path", cfg.Audit.Path).Msg("the audit log's path no longer named the file being written (rotated, replaced or deleted): a new file was started there")
+		} else {
+			logger.Info().Str("path", cfg.Audit.Path).Msg("audit log reopened")
+		}
+		svc.metrics.AuditReopened(cause.String())
+	}
 	svc.extra = extra
 	svc.known.readable(cfg)
 	svc.gen.Store(g)
@@ -212,6 +222,15 @@ func (s *Service) Pipeline() *pipeline.Pipeline { return s.gen.Load().pipe }
 
 // Close expires waiting tickets, stops the feed watcher and closes the
 // audit log.
+// ReopenAudit opens the audit log's path afresh (SIGHUP, after logrotate
+// has renamed the file).
+func (s *Service) ReopenAudit() error {
+	if s.audit == nil {
+		return ErrNoAuditLog
+	}
+	return s.audit.Reopen()
+}
+
 func (s *Service) Close() error {
 	// Tickets still waiting get their never-ran events while the audit
 	// log is open.

@@ -5,6 +5,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -223,7 +224,7 @@ func (s bound) call(ctx context.Context, call govern.Call) Result {
 	if d.Outcome == govern.Deny {
 		return s.denied(ctx, call, st, d)
 	}
-	return s.execute(ctx, st)
+	return s.execute(ctx, st, d)
 }
 
 // checkArguments enforces the tool's argument bounds before anything else.
@@ -278,8 +279,12 @@ func (s bound) denied(ctx context.Context, call govern.Call, st *pipeline.State,
 	if st != nil {
 		rec.Analysis = st.Analysis
 	}
-	id := s.write(rec)
-	text := s.scrub.Scrub(fmt.Sprintf("denied (%s): %s", d.Reason, d.Message))
+	id, err := s.record(rec)
+	text := fmt.Sprintf("denied (%s): %s", d.Reason, d.Message)
+	if err != nil {
+		text += unrecordedNote("refusal", err)
+	}
+	text = s.scrub.Scrub(text)
 	return Result{Text: text, IsError: true, Decision: d,
 		Structured: Structured{Reason: string(d.Reason), EventID: id}}
 }
@@ -287,38 +292,88 @@ func (s bound) denied(ctx context.Context, call govern.Call, st *pipeline.State,
 // SetMetrics makes the service count what it audits into m.
 func (s *Service) SetMetrics(m *metrics.Metrics) { s.metrics = m }
 
-// write audits rec and returns the event's id; an event that cannot be
-// built or written is logged and counted so the operator hears of it.
-func (s *Service) write(rec audit.Record) string {
-	if ev := s.writeEvent(rec); ev != nil {
-		return ev.ID
+// record audits rec and returns the event's id once the event is on disk
+// (written and fsynced). An event that cannot be built or written is an
+// error, logged and counted so the operator hears of it, and its id is
+// never handed out: an id an agent is given is always in the file.
+func (s *Service) record(rec audit.Record) (string, error) {
+	ev, err := s.recordEvent(rec)
+	if err != nil {
+		return "", err
 	}
-	return ""
+	return ev.ID, nil
 }
 
-// writeEvent audits rec and returns the event (nil when it could not be
-// built).
-func (s *Service) writeEvent(rec audit.Record) *audit.Event {
+// write is record for an event whose loss changes nothing the caller
+// does (the call was refused or has ended): the loss is logged and
+// counted, and the id is "" when the event is not on disk.
+func (s *Service) write(rec audit.Record) string {
+	id, _ := s.record(rec)
+	return id
+}
+
+// recordEvent is record returning the event.
+func (s *Service) recordEvent(rec audit.Record) (*audit.Event, error) {
 	ev, err := s.builder.Build(rec)
 	if err != nil {
 		s.log.Error().Err(err).Msg("audit event could not be built")
 		s.metrics.AuditWriteError()
-		return nil
+		return nil, fmt.Errorf("building the audit event: %w", err)
 	}
-	s.emit(ev)
-	return ev
+	if err := s.emit(ev); err != nil {
+		return nil, err
+	}
+	return ev, nil
 }
 
 // emit logs, counts and writes one built event.
-func (s *Service) emit(ev *audit.Event) {
+func (s *Service) emit(ev *audit.Event) error {
 	s.metrics.Observe(ev)
 	audit.LogDecision(s.log, ev)
+	err := ErrNoAuditLog
 	if s.audit != nil {
-		if err := s.audit.Write(ev); err != nil {
-			s.log.Error().Err(err).Str("event_id", ev.ID).Msg("audit event could not be written")
-			s.metrics.AuditWriteError()
-		}
+		err = s.audit.Write(ev)
 	}
+	if err != nil {
+		s.log.Error().Err(err).Str("event_id", ev.ID).Msg("audit event could not be written")
+		s.metrics.AuditWriteError()
+	}
+	return err
+}
+
+// ErrNoAuditLog is the write error of a service without an audit log.
+var ErrNoAuditLog = errors.New("no audit log is open")
+
+// recordDecision puts the decision of a call about to run on disk before
+// anything runs: the execution event will link to it. A decision that
+// cannot be recorded refuses the call (audit_unavailable): nothing runs.
+func (s bound) recordDecision(pr *prepared, d govern.Decision) (Result, bool) {
+	id, err := s.record(s.decisionRecord(pr.st, d))
+	if err != nil {
+		return s.unaudited(pr.st, pr.mode, pr.ceiling, err), false
+	}
+	pr.base.LinkedEventID = id
+	return Result{}, true
+}
+
+// unaudited is the answer to a call refused because its decision could
+// not be recorded. Nothing of it is on disk, so it has no event id.
+func (s bound) unaudited(st *pipeline.State, mode govern.SandboxMode, ceiling int, err error) Result {
+	d := s.auditUnavailable(err)
+	return Result{Text: s.scrub.Scrub("denied (audit_unavailable): " + d.Message), IsError: true, Decision: d, Status: govern.StatusNeverRan,
+		Structured: Structured{TimeoutSeconds: ceiling, SandboxMode: mode.String(), Reason: string(d.Reason), Status: govern.StatusNeverRan.String()}}
+}
+
+// auditUnavailable is the refusal of a call whose decision could not be
+// recorded.
+func (s *Service) auditUnavailable(err error) govern.Decision {
+	return govern.Decision{Outcome: govern.Deny, Reason: govern.ReasonAuditUnavailable, Stage: "audit",
+		Message: fmt.Sprintf("the gateway could not record this call in its audit log (%v), and a call it cannot audit does not run: nothing ran. The operator must make the audit log writable again (see the gateway's log and mitrity_audit_write_errors_total)", err)}
+}
+
+// unrecordedNote tells the agent that what happened could not be recorded.
+func unrecordedNote(what string, err error) string {
+	return fmt.Sprintf(" [this %s could not be recorded in the audit log (%v); the operator has been told through the gateway's log]", what, err)
 }
 
 // mode chooses the sandbox mode for a call: bubblewrap when the backend is
@@ -334,9 +389,15 @@ func (s bound) mode(p policy.Profile) govern.SandboxMode {
 	return govern.SandboxNone
 }
 
-func (s bound) execute(ctx context.Context, st *pipeline.State) Result {
+// execute fixes the plan of an allowed call, records its decision, and
+// runs it: the decision is on disk before the command starts, the
+// completion after.
+func (s bound) execute(ctx context.Context, st *pipeline.State, d govern.Decision) Result {
 	pr, res := s.prepare(ctx, st)
 	if pr == nil {
+		return res
+	}
+	if res, ok := s.recordDecision(pr, d); !ok {
 		return res
 	}
 	return s.run(ctx, pr, nil)
@@ -474,9 +535,11 @@ func (s bound) run(ctx context.Context, pr *prepared, live Output) Result {
 		// run as killed with no reason code, only this message).
 		rec.Decision = govern.Decision{Outcome: govern.Allow, Reason: r.Reason, Stage: "executor", Message: r.Message}
 	}
-	ev := s.writeEvent(rec)
-	id := ""
-	if ev != nil {
+	ev, recErr := s.recordEvent(rec)
+	// The decision's event is on disk: the agent gets its id when the
+	// completion's is not.
+	id := base.LinkedEventID
+	if recErr == nil {
 		id = ev.ID
 		s.destinationEvents(ev, r, rec.Secrets)
 	}
@@ -529,6 +592,9 @@ func (s bound) run(ctx context.Context, pr *prepared, live Output) Result {
 		killedBecause = s.scrub.Scrub(string(b))
 		stderr += "\n[" + killedBecause + "]\n"
 	}
+	if recErr != nil {
+		stderr += s.scrub.Scrub(fmt.Sprintf("\n[this run's completion could not be recorded in the audit log (%v); its decision is event %s; the operator has been told through the gateway's log]\n", recErr, id))
+	}
 	res := Result{Stdout: stdout, Stderr: stderr, Decision: govern.Decision{Outcome: govern.Allow}, Status: r.Status,
 		Structured: Structured{ExitCode: r.ExitCode, DurationMs: r.Duration.Milliseconds(), TimeoutSeconds: ceiling, TimedOut: r.TimedOut,
 			Truncated: truncated, SandboxMode: mode.String(), RedactionCount: redactions, EventID: id,
@@ -541,6 +607,9 @@ func (s bound) run(ctx context.Context, pr *prepared, live Output) Result {
 		res.IsError = true
 		res.Structured.Reason, res.Structured.Status = string(r.Reason), r.Status.String()
 		res.Text = s.scrub.Scrub(fmt.Sprintf("the command did not run (%s): %s", r.Reason, r.Message))
+		if recErr != nil {
+			res.Text += s.scrub.Scrub(unrecordedNote("outcome", recErr))
+		}
 	} else if r.Status != govern.StatusCompleted {
 		res.Structured.Status = r.Status.String()
 	}
@@ -560,7 +629,7 @@ func (s *Service) destinationEvents(exec *audit.Event, r executor.Result, secret
 		return
 	}
 	for _, ev := range evs {
-		s.emit(ev)
+		_ = s.emit(ev) // counted; the execution it belongs to is recorded
 	}
 }
 
@@ -596,8 +665,13 @@ func (s bound) failed(ctx context.Context, st *pipeline.State, base audit.Record
 	rec := base
 	rec.Decision = govern.Decision{Outcome: govern.Allow, Reason: govern.ReasonSpawnError, Stage: "executor", Message: err.Error()}
 	rec.Run = &audit.Run{Status: govern.StatusFailedToStart, Reason: govern.ReasonSpawnError, SandboxMode: &m, TimeoutSeconds: ceiling}
-	id := s.write(rec)
-	return Result{Text: s.scrub.Scrub("the command could not start (spawn_error): " + err.Error()), IsError: true, Status: govern.StatusFailedToStart,
+	id, werr := s.record(rec)
+	text := "the command could not start (spawn_error): " + err.Error()
+	if werr != nil {
+		id = base.LinkedEventID // the decision's, when it was recorded
+		text += unrecordedNote("outcome", werr)
+	}
+	return Result{Text: s.scrub.Scrub(text), IsError: true, Status: govern.StatusFailedToStart,
 		Structured: Structured{TimeoutSeconds: ceiling, SandboxMode: mode.String(), Reason: string(govern.ReasonSpawnError), Status: govern.StatusFailedToStart.String(), EventID: id}}
 }
 

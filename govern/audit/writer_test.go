@@ -1,0 +1,94 @@
+package audit
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"gotest.tools/v3/assert"
+)
+
+// The writer follows its path: an event never goes to a file that was
+// rotated away or deleted.
+func TestWriterFollowsItsPath(t *testing.T) {
+	t.Parallel()
+	b := testBuilder()
+	for _, tc := range []struct {
+		name  string
+		fault func(t *testing.T, w *Writer, path string)
+		cause ReopenCause
+		// rotated: where the events before the fault are afterwards.
+		rotated string
+	}{
+		{"renamed (logrotate, no signal)", func(t *testing.T, _ *Writer, path string) {
+			assert.NilError(t, os.Rename(path, path+".1"))
+		}, ReopenMissing, ".1"},
+		{"renamed and recreated by another", func(t *testing.T, _ *Writer, path string) {
+			assert.NilError(t, os.Rename(path, path+".1"))
+			assert.NilError(t, os.WriteFile(path, nil, 0o600))
+		}, ReopenReplaced, ".1"},
+		{"deleted", func(t *testing.T, _ *Writer, path string) {
+			assert.NilError(t, os.Remove(path))
+		}, ReopenMissing, ""},
+		{"renamed, then SIGHUP", func(t *testing.T, w *Writer, path string) {
+			assert.NilError(t, os.Rename(path, path+".1"))
+			assert.NilError(t, w.Reopen())
+		}, ReopenRequested, ".1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "events.jsonl")
+			w, err := OpenWriter(path)
+			assert.NilError(t, err)
+			defer w.Close()
+			var told []ReopenCause
+			w.OnReopen = func(c ReopenCause, err error) {
+				assert.NilError(t, err)
+				told = append(told, c)
+			}
+			assert.NilError(t, w.Write(mustBuild(t, b, completedRecord())))
+			tc.fault(t, w, path)
+			after := mustBuild(t, b, completedRecord())
+			assert.NilError(t, w.Write(after))
+			assert.NilError(t, w.Write(mustBuild(t, b, completedRecord())))
+			got, err := ReadAll(path, Filter{})
+			assert.NilError(t, err)
+			assert.Equal(t, len(got), 2, "the events after the fault are in the file at the path")
+			assert.Equal(t, got[0].ID, after.ID)
+			if tc.rotated != "" {
+				old, err := ReadAll(path+tc.rotated, Filter{})
+				assert.NilError(t, err)
+				assert.Equal(t, len(old), 1, "the event before stays in the rotated file")
+			}
+			assert.DeepEqual(t, told, []ReopenCause{tc.cause})
+			assert.Equal(t, w.Reopens(tc.cause), uint64(1))
+			fi, err := os.Stat(path)
+			assert.NilError(t, err)
+			assert.Equal(t, fi.Mode().Perm(), os.FileMode(0o600))
+		})
+	}
+}
+
+// A path that cannot be opened again fails every write, counted, until it
+// can: the gateway refuses the calls it cannot audit.
+func TestWriterFailsWhileThePathCannotBeOpened(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root writes into a read-only directory")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "events.jsonl")
+	w, err := OpenWriter(path)
+	assert.NilError(t, err)
+	defer w.Close()
+	b := testBuilder()
+	assert.NilError(t, os.Remove(path))
+	assert.NilError(t, os.Chmod(dir, 0o500))
+	defer os.Chmod(dir, 0o700)
+	assert.ErrorContains(t, w.Write(mustBuild(t, b, completedRecord())), "permission denied")
+	assert.Equal(t, w.Errors(), uint64(1))
+	assert.NilError(t, os.Chmod(dir, 0o700))
+	assert.NilError(t, w.Write(mustBuild(t, b, completedRecord())))
+	got, err := ReadAll(path, Filter{})
+	assert.NilError(t, err)
+	assert.Equal(t, len(got), 1)
+}
