@@ -59,6 +59,9 @@ const (
 	// ReasonInvalidArgument: a tool argument breaks its documented bounds
 	// (env key not settable, stdin too large, bad cwd).
 	ReasonInvalidArgument Reason = "invalid_argument"
+	// ReasonShuttingDown: the gateway is stopping (SIGTERM) and takes no
+	// new call; nothing ran. Retry once it is back.
+	ReasonShuttingDown Reason = "shutting_down"
 	// ReasonAuditUnavailable: the audit event could not be written, so
 	// nothing runs.
 	ReasonAuditUnavailable Reason = "audit_unavailable"
@@ -85,7 +88,7 @@ func Reasons() []Reason {
 		ReasonPolicyRule,
 		ReasonToolPermission, ReasonPromptInjection, ReasonThreatIntel,
 		ReasonHoldDenied, ReasonHoldExpired, ReasonDLPArgument,
-		ReasonCredentialNotGranted, ReasonInvalidArgument, ReasonAuditUnavailable,
+		ReasonCredentialNotGranted, ReasonInvalidArgument, ReasonShuttingDown, ReasonAuditUnavailable,
 		ReasonTicketExpired, ReasonTicketRefused, ReasonUnauthorizedDestination,
 	}
 }

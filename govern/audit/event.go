@@ -419,6 +419,9 @@ func (x *Execution) validate() []error {
 		if *m == govern.SandboxUnavailableDenied && (x.Status != govern.StatusNeverRan || x.Reason != govern.ReasonSandboxUnavailable) {
 			bad("sandbox_mode unavailable_denied needs status never_ran and reason sandbox_unavailable")
 		}
+		if x.Status == govern.StatusNeverRan && *m != govern.SandboxUnavailableDenied {
+			bad("sandbox_mode %s on an execution that never ran: nothing was isolated (only unavailable_denied, the reason it never ran, is stamped)", m)
+		}
 	}
 	if x.DurationMS < 0 || x.TimeoutSeconds < 0 || x.RedactionCount < 0 || x.OutputBytes < 0 {
 		bad("negative duration, timeout, redaction count or output size")

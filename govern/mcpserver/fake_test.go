@@ -13,9 +13,10 @@ import (
 // context ends (the result then says killed, and how long it took);
 // anything else completes at once.
 type fakeCaller struct {
-	mu    sync.Mutex
-	ended []time.Duration // how long each blocking call ran
-	began chan struct{}   // one value per blocking call started
+	mu       sync.Mutex
+	ended    []time.Duration // how long each blocking call ran
+	began    chan struct{}   // one value per blocking call started
+	rejected []govern.Reason
 }
 
 func newFakeCaller() *fakeCaller { return &fakeCaller{began: make(chan struct{}, 100)} }
@@ -34,8 +35,11 @@ func (f *fakeCaller) Call(ctx context.Context, call govern.Call) service.Result 
 	return service.Result{Text: "killed", Status: govern.StatusKilled, Structured: service.Structured{Status: govern.StatusKilled.String()}}
 }
 
-func (f *fakeCaller) Reject(_ context.Context, _ govern.Call, msg string) service.Result {
-	return service.Result{Text: msg, IsError: true, Structured: service.Structured{Reason: string(govern.ReasonInvalidArgument)}}
+func (f *fakeCaller) Reject(_ context.Context, _ govern.Call, reason govern.Reason, msg string) service.Result {
+	f.mu.Lock()
+	f.rejected = append(f.rejected, reason)
+	f.mu.Unlock()
+	return service.Result{Text: msg, IsError: true, Structured: service.Structured{Reason: string(reason), EventID: "fake-event"}}
 }
 
 func (f *fakeCaller) endedCalls() []time.Duration {

@@ -35,8 +35,9 @@ const DefaultShutdownGrace = 10 * time.Second
 // Caller runs one call; *service.Service is the one implementation.
 type Caller interface {
 	Call(ctx context.Context, call govern.Call) service.Result
-	// Reject audits a call refused before it could be parsed.
-	Reject(ctx context.Context, call govern.Call, msg string) service.Result
+	// Reject audits a call refused before the pipeline: malformed, or
+	// arriving while the gateway stops.
+	Reject(ctx context.Context, call govern.Call, reason govern.Reason, msg string) service.Result
 }
 
 // Options configure a Server.
@@ -283,10 +284,6 @@ func (s *Server) AgentOf(req *mcp.CallToolRequest) string {
 }
 
 func (s *Server) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	if !s.begin() {
-		return toolError("", "the gateway is shutting down; nothing ran. Retry once it is back."), nil
-	}
-	defer s.running.Done()
 	agent := s.AgentOf(req)
 	if agent == "" {
 		return toolError("", "no agent identity on this connection; nothing ran"), nil
@@ -297,10 +294,20 @@ func (s *Server) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Cal
 	}
 	call, err := ParseArgs(raw, agent)
 	if err != nil {
+		// What could not be parsed is not recorded as the command.
+		call = govern.Call{Agent: agent, Surface: "mcp"}
+	}
+	if !s.begin() {
+		// Refused, and audited like every call: the agent learns why and
+		// that it may retry, the operator sees what was turned away.
+		return Result(s.svc.Reject(ctx, call, govern.ReasonShuttingDown,
+			"the gateway is shutting down and takes no new call; nothing ran. Retry once it is back.")), nil
+	}
+	defer s.running.Done()
+	if err != nil {
 		// Refused, and audited like every call: a malformed request is a
 		// signal an operator may want to see.
-		res := s.svc.Reject(ctx, govern.Call{Agent: agent, Surface: "mcp"}, err.Error())
-		return toolError(govern.ReasonInvalidArgument, err.Error()+" (event "+res.Structured.EventID+")"), nil
+		return Result(s.svc.Reject(ctx, call, govern.ReasonInvalidArgument, err.Error())), nil
 	}
 	// The request's ctx is cancelled by notifications/cancelled, and over
 	// stdio by a client that goes away; stop is cancelled at the shutdown

@@ -229,7 +229,7 @@ func TestCallMalformed(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, st, text := call(t, cs, tc.args)
-			if !res.IsError || !strings.Contains(text, tc.want) || st.Reason != "invalid_argument" {
+			if !res.IsError || !strings.Contains(text, tc.want) || st.Reason != "invalid_argument" || st.EventID == "" {
 				t.Fatalf("want a tool error containing %q, got isError=%v %q %+v", tc.want, res.IsError, text, st)
 			}
 		})
@@ -288,9 +288,12 @@ func TestDrainCancelsRunningCalls(t *testing.T) {
 	if o.err != nil || o.st.Status != govern.StatusKilled.String() {
 		t.Fatalf("drained call: %+v %v", o.st, o.err)
 	}
-	res, st, _ := call(t, cs, map[string]any{"command": "true"})
-	if !res.IsError || st.ExitCode != nil {
-		t.Fatalf("a call after drain ran: %+v", st)
+	res, st, text := call(t, cs, map[string]any{"command": "true"})
+	if !res.IsError || st.ExitCode != nil || st.Reason != string(govern.ReasonShuttingDown) || st.EventID == "" {
+		t.Fatalf("a call after drain: %+v", st)
+	}
+	if !strings.Contains(text, "shutting down") || !strings.Contains(text, "nothing ran") {
+		t.Errorf("a call after drain is told why: %q", text)
 	}
 }
 

@@ -262,15 +262,21 @@ func (s bound) checkArguments(call govern.Call) (govern.Decision, bool) {
 	return govern.Decision{}, true
 }
 
-// Reject audits and returns a call refused before it could be parsed into
-// arguments (a malformed tool call): invalid_argument, nothing ran.
-func (s *Service) Reject(ctx context.Context, call govern.Call, msg string) Result {
-	return s.bind().reject(ctx, call, msg)
+// Reject audits and returns a call refused before it reached the
+// pipeline, nothing ran: a malformed tool call (invalid_argument, stage
+// arguments), a call that arrived while the gateway stops (shutting_down,
+// stage server).
+func (s *Service) Reject(ctx context.Context, call govern.Call, reason govern.Reason, msg string) Result {
+	return s.bind().reject(ctx, call, reason, msg)
 }
 
-func (s bound) reject(ctx context.Context, call govern.Call, msg string) Result {
+func (s bound) reject(ctx context.Context, call govern.Call, reason govern.Reason, msg string) Result {
 	call.ActionType, call.Tool = govern.ActionShellExecute, govern.ToolShellExecute
-	return s.denied(ctx, call, nil, govern.Decision{Outcome: govern.Deny, Reason: govern.ReasonInvalidArgument, Stage: "arguments", Message: msg})
+	stage := "arguments"
+	if reason == govern.ReasonShuttingDown {
+		stage = "server"
+	}
+	return s.denied(ctx, call, nil, govern.Decision{Outcome: govern.Deny, Reason: reason, Stage: stage, Message: msg})
 }
 
 // denied audits a denial and returns it as the agent sees it.
@@ -506,7 +512,14 @@ func (s bound) run(ctx context.Context, pr *prepared, live Output) Result {
 		mode = r.SandboxMode // a preferred-seccomp run may have fallen back
 	}
 	m := mode
-	run := &audit.Run{Status: r.Status, Reason: r.Reason, SandboxMode: &m, Duration: r.Duration, TimeoutSeconds: ceiling,
+	stamp, shownMode := &m, mode.String()
+	if r.Status == govern.StatusNeverRan {
+		// Nothing was started (concurrency_limit, pin_mismatch, a cwd
+		// outside the roots): no isolation is vouched for, so the card
+		// has no sandbox_mode (docs/audit.md).
+		stamp, shownMode = nil, ""
+	}
+	run := &audit.Run{Status: r.Status, Reason: r.Reason, SandboxMode: stamp, Duration: r.Duration, TimeoutSeconds: ceiling,
 		Stdout:         audit.Output{Redacted: []byte(stdout), Produced: r.Stdout.Bytes, Discarded: r.Stdout.Discarded, Truncated: r.Stdout.Truncated},
 		Stderr:         audit.Output{Redacted: []byte(stderr), Produced: r.Stderr.Bytes, Discarded: r.Stderr.Discarded, Truncated: r.Stderr.Truncated},
 		RedactionCount: redactions, Pins: a.Pins, PinMethod: audit.PinVerify, CredentialsInjected: r.CredentialsInjected,
@@ -597,7 +610,7 @@ func (s bound) run(ctx context.Context, pr *prepared, live Output) Result {
 	}
 	res := Result{Stdout: stdout, Stderr: stderr, Decision: govern.Decision{Outcome: govern.Allow}, Status: r.Status,
 		Structured: Structured{ExitCode: r.ExitCode, DurationMs: r.Duration.Milliseconds(), TimeoutSeconds: ceiling, TimedOut: r.TimedOut,
-			Truncated: truncated, SandboxMode: mode.String(), RedactionCount: redactions, EventID: id,
+			Truncated: truncated, SandboxMode: shownMode, RedactionCount: redactions, EventID: id,
 			ProtectedCreated: created}, Message: killedBecause}
 	res.Text = stdout
 	if stderr != "" {
