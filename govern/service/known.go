@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -20,6 +21,9 @@ import (
 type known struct {
 	mu sync.Mutex
 	m  map[string]string // credential id -> value
+	// red redacts every value of m; nil until built, and again whenever m
+	// changes.
+	red *dlp.Redactor
 }
 
 func (k *known) add(secrets ...dlp.Secret) {
@@ -29,25 +33,41 @@ func (k *known) add(secrets ...dlp.Secret) {
 		k.m = map[string]string{}
 	}
 	for _, s := range secrets {
-		k.m[s.ID] = s.Value
+		if v, ok := k.m[s.ID]; !ok || v != s.Value {
+			k.m[s.ID] = s.Value
+			k.red = nil
+		}
 	}
 }
 
-// with returns secrets and every other known value (the run's own win).
-func (k *known) with(secrets []dlp.Secret) []dlp.Secret {
+// redactor is the one redactor of a call: every value the gateway knows,
+// for the call's output, its audit events and its refused destinations.
+// It is built once per change of the known values and shared (it is
+// immutable). An error means no call may run or be recorded: a value the
+// gateway holds could not be kept out of what it writes.
+func (k *known) redactor() (*redactor, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	out := slices.Clone(secrets)
-	have := map[string]bool{}
-	for _, s := range secrets {
-		have[s.ID] = true
-	}
-	for _, id := range slices.Sorted(maps.Keys(k.m)) {
-		if !have[id] {
-			out = append(out, dlp.Secret{ID: id, Value: k.m[id]})
+	if k.red == nil {
+		list := make([]dlp.Secret, 0, len(k.m))
+		for _, id := range slices.Sorted(maps.Keys(k.m)) {
+			list = append(list, dlp.Secret{ID: id, Value: k.m[id]})
 		}
+		r, err := dlp.NewRedactor(list)
+		if err != nil {
+			return nil, fmt.Errorf("the credential redactor: %w", err)
+		}
+		k.red = r
 	}
-	return out
+	return &redactor{k.red}, nil
+}
+
+// redactor is a dlp.Redactor as the audit's Scrubber.
+type redactor struct{ *dlp.Redactor }
+
+func (r *redactor) Scrub(v string) string {
+	out, _ := r.Redact([]byte(v))
+	return string(out)
 }
 
 // readable loads the sources that cost nothing to read (env, file); a

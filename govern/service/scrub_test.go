@@ -50,3 +50,51 @@ func TestAgentNeverSeesOwnPaths(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Assert(t, strings.Contains(string(b), pol), "the audit keeps the path for the operator")
 }
+
+// Every event the gateway writes is scrubbed of every credential value it
+// knows, whatever the call: a literal token typed into a refused command,
+// into the decision written before a run, or into the run's own output.
+func TestEveryEventScrubbed(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	assert.NilError(t, os.Mkdir(ws, 0o755))
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, "policy.yaml"), []byte(`default_agent:
+  profile: dev
+profiles:
+  dev:
+    sandbox_required: false
+    rules:
+      - name: no-curl
+        when: 'commands.exists(c, c.name == "curl")'
+        action: deny
+        message: no curl
+`), 0o644))
+	runAs := ""
+	if os.Geteuid() == 0 {
+		runAs = "  run_as: nobody\n"
+	}
+	audit := filepath.Join(dir, "state", "audit.jsonl")
+	yaml := "exec:\n  enabled: true\n  shell: /bin/bash\n  default_cwd: " + ws + "\n" + runAs + "  sandbox:\n    backend: none\n" +
+		"credentials:\n  deploy_key:\n    env: SCRUB_TEST_KEY\npolicy: policy.yaml\naudit:\n  path: " + audit + "\n"
+	cfgPath := filepath.Join(dir, "mitrity-gateway.yaml")
+	assert.NilError(t, os.WriteFile(cfgPath, []byte(yaml), 0o644))
+	const value = "dk_live_9f8e7d6c5b4a39281706f5e4d3c2b1a0"
+	t.Setenv("SCRUB_TEST_KEY", value)
+	cfg, err := config.Loader{}.Load(cfgPath)
+	assert.NilError(t, err)
+	svc, err := Open(cfg, zerolog.Nop())
+	assert.NilError(t, err)
+	defer svc.Close()
+	for _, cmd := range []string{
+		"curl https://x.example/" + value, // denied by a rule
+		"echo " + value,                   // allowed: decision and execution
+		"true # " + strings.ToUpper(value),
+	} {
+		svc.Call(context.Background(), govern.Call{Agent: "a", Surface: "cli", Command: cmd})
+	}
+	b, err := os.ReadFile(audit)
+	assert.NilError(t, err)
+	assert.Assert(t, strings.Count(string(b), "\n") >= 5, string(b))
+	assert.Assert(t, !strings.Contains(strings.ToLower(string(b)), value), "a credential value reached the audit file:\n%s", b)
+	assert.Assert(t, strings.Contains(string(b), "[REDACTED:credential:deploy_key]"), string(b))
+}

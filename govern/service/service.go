@@ -320,6 +320,17 @@ func (s *Service) write(rec audit.Record) string {
 
 // recordEvent is record returning the event.
 func (s *Service) recordEvent(rec audit.Record) (*audit.Event, error) {
+	if rec.Scrub == nil {
+		// Every event: a value typed into a refused command is as much
+		// a credential as one a run printed.
+		red, err := s.known.redactor()
+		if err != nil {
+			s.log.Error().Err(err).Msg("audit event could not be built")
+			s.metrics.AuditWriteError()
+			return nil, err
+		}
+		rec.Scrub = red
+	}
 	ev, err := s.builder.Build(rec)
 	if err != nil {
 		s.log.Error().Err(err).Msg("audit event could not be built")
@@ -481,15 +492,15 @@ func (s bound) run(ctx context.Context, pr *prepared, live Output) Result {
 	}
 	s.known.add(secrets...)
 	// Every value the gateway has, not only the run's own: a value
-	// another run left in the workspace is redacted here too.
-	redacted := s.known.with(secrets)
-	red, err := dlp.NewRedactor(redacted)
+	// another run left in the workspace is redacted here too. One
+	// redactor for the output, the events and the refused destinations.
+	red, err := s.known.redactor()
 	if err != nil {
 		return s.failed(ctx, st, base, mode, ceiling, err)
 	}
 	bindings, _ := dlp.Bind(st.Profile.DLP.Bindings)
-	out := newOutputStream(red, bindings, "stdout", live)
-	errs := newOutputStream(red, bindings, "stderr", live)
+	out := newOutputStream(red.Redactor, bindings, "stdout", live)
+	errs := newOutputStream(red.Redactor, bindings, "stderr", live)
 	r := s.exec.Run(ctx, p, mode, secretMap(secrets), out, errs)
 	out.Close()
 	errs.Close()
@@ -542,7 +553,7 @@ func (s bound) run(ctx context.Context, pr *prepared, live Output) Result {
 	}
 	rec := base
 	rec.Run = run
-	rec.Secrets = secretMap(redacted)
+	rec.Scrub = red
 	if r.Status != govern.StatusCompleted && (r.Reason != "" || r.Message != "") {
 		// Why it did not complete, in words (a dead egress proxy ends a
 		// run as killed with no reason code, only this message).
@@ -554,7 +565,7 @@ func (s bound) run(ctx context.Context, pr *prepared, live Output) Result {
 	id := base.LinkedEventID
 	if recErr == nil {
 		id = ev.ID
-		s.destinationEvents(ev, r, rec.Secrets)
+		s.destinationEvents(ev, r, red)
 	}
 	if r.EgressError != "" {
 		s.log.Warn().Str("event_id", id).Str("error", r.EgressError).Msg("the egress proxy gave no report: egress counts on the event are incomplete")
@@ -631,11 +642,11 @@ func (s bound) run(ctx context.Context, pr *prepared, live Output) Result {
 
 // destinationEvents writes one DLP event (unauthorized_destination) per
 // distinct destination the egress proxy refused, linked to the execution.
-func (s *Service) destinationEvents(exec *audit.Event, r executor.Result, secrets map[string]string) {
+func (s *Service) destinationEvents(exec *audit.Event, r executor.Result, scrub audit.Scrubber) {
 	if r.Egress == nil || len(r.Egress.Denials) == 0 {
 		return
 	}
-	evs, err := s.builder.DestinationDenials(exec, r.Egress.Denials, secrets)
+	evs, err := s.builder.DestinationDenials(exec, r.Egress.Denials, scrub)
 	if err != nil {
 		s.log.Error().Err(err).Str("event_id", exec.ID).Msg("unauthorized_destination events could not be built")
 		s.metrics.AuditWriteError()
