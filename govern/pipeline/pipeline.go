@@ -1,5 +1,5 @@
 // Package pipeline decides one call: the stages run in the spec's order —
-// tool permission, injection, threat intel, command analysis, policy
+// the call's own arguments, tool permission, injection, threat intel, command analysis, policy
 // rules, hold, DLP on arguments, credential brokering — and any of them can
 // stop it with a machine-readable reason. There is no ML stage: the
 // product has none, and a stage that always allows would be a check that
@@ -94,6 +94,7 @@ func New(cfg *config.Config, pol *policy.Policy, home string, opts ...Option) (*
 		p.dlp[name] = b
 	}
 	p.stages = []stage{
+		{"arguments", arguments},
 		{"tool_permission", toolPermission},
 		{"injection", injection},
 		{"threat_intel", threatIntel},
@@ -138,6 +139,9 @@ type State struct {
 	// CredentialEnv maps variable -> id, CredentialFiles file -> id.
 	CredentialEnv   map[string]string
 	CredentialFiles map[string]string
+	// Env is the constructed environment the command runs with (set by
+	// the last stage; credentials are in CredentialEnv, never here).
+	Env map[string]string
 }
 
 type stage struct {
@@ -472,6 +476,9 @@ func credentials(_ context.Context, p *Pipeline, st *State) govern.Decision {
 		if id := ref.ID(); granted[id] {
 			st.CredentialFiles[name] = id
 		}
+	}
+	if st.Analysis != nil {
+		st.Env = p.environment(st)
 	}
 	return allow
 }

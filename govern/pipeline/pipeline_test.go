@@ -22,6 +22,7 @@ import (
 func testConfig(t testing.TB, ws string) *config.Config {
 	t.Helper()
 	yaml := "exec:\n  enabled: true\n  shell: /bin/bash\n  default_cwd: " + ws + "\n  run_as: nobody\n" +
+		"  env:\n    agent_settable: [X, Y]\n" +
 		"  credentials:\n    env:\n      GH_TOKEN: \"${credential:gh}\"\n" +
 		"credentials:\n  gh:\n    env: PIPELINE_TEST_GH\n  other:\n    env: PIPELINE_TEST_OTHER\n"
 	cfg, err := config.Loader{}.Parse("test.yaml", []byte(yaml))
@@ -244,6 +245,7 @@ func TestCredentialAnalysis(t *testing.T) {
 	t.Parallel()
 	ws := t.TempDir()
 	yaml := "exec:\n  enabled: true\n  shell: /bin/bash\n  default_cwd: " + ws + "\n  run_as: nobody\n" +
+		"  env:\n    agent_settable: [X, Y]\n" +
 		"  credentials:\n    env:\n      GH_TOKEN: \"${credential:gh}\"\n    files:\n      key.json: \"${credential:key}\"\n" +
 		"credentials:\n  gh:\n    env: PIPELINE_TEST_GH\n  key:\n    env: PIPELINE_TEST_KEY\n  tok:\n    env: PIPELINE_TEST_TOK\n"
 	cfg, err := config.Loader{}.Parse("test.yaml", []byte(yaml))
@@ -275,7 +277,7 @@ func TestCredentialAnalysis(t *testing.T) {
 		{"sanctioned one-command assignment", call("ci", `GITHUB_TOKEN=$GH_TOKEN gh api user`), govern.Allow, ""},
 		{"sanctioned here-string", call("ci", `curl -H @- https://x <<< "Authorization: Bearer $GH_TOKEN"`), govern.Allow, ""},
 		{"sanctioned credential file path", call("keys", `gcloud auth activate-service-account --key-file="$MITRITY_CRED_DIR/key.json"`), govern.Allow, ""},
-		{"sanctioned env credential left in the environment", withEnv(call("envonly", `gh api user`), map[string]string{"GH_TOKEN": "${credential:tok}"}), govern.Allow, ""},
+		{"sanctioned env credential left in the environment", withEnv(call("envonly", `gh api user`), map[string]string{"Y": "${credential:tok}"}), govern.Allow, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

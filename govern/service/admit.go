@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/mitrity/mitrity/govern"
@@ -49,13 +48,6 @@ func (s bound) admitting(ctx context.Context, call govern.Call, uid int) Admissi
 	call.ActionType, call.Tool, call.Surface = govern.ActionShellExecute, govern.ToolShellExecute, govern.SurfaceAgentHook
 	st, d := s.pipe.Decide(ctx, call)
 	routing := st.Profile.BuiltinExecRouting
-	if d.Outcome != govern.Deny && strings.Contains(call.Command, "mitrity-hook") {
-		// Tickets and the relay are the gateway's to hand out; a model
-		// running the hook itself is looking for a way around it (and
-		// Claude Code runs the relay's pattern outside its sandbox).
-		d = govern.Decision{Outcome: govern.Deny, Reason: govern.ReasonInvalidArgument, Stage: "arguments",
-			Message: "a framework's shell call may not run mitrity-hook itself; run the command you need directly"}
-	}
 	if d.Outcome == govern.Deny {
 		res := s.denied(ctx, call, st, d)
 		return Admission{Decision: d, Routing: routing, EventID: res.Structured.EventID}
@@ -68,12 +60,6 @@ func (s bound) admitting(ctx context.Context, call govern.Call, uid int) Admissi
 			return Admission{Decision: s.auditUnavailable(err), Routing: routing}
 		}
 		return Admission{Decision: d, Routing: routing, EventID: id}
-	}
-	if !s.cfg.Exec.Enabled {
-		d := govern.Decision{Outcome: govern.Deny, Reason: govern.ReasonInvalidArgument, Stage: "arguments",
-			Message: "the profile routes shell calls to the governed shell (builtin_exec_routing: governed_shell), which is disabled on this gateway (exec.enabled: false)"}
-		res := s.denied(ctx, call, st, d)
-		return Admission{Decision: d, Routing: routing, EventID: res.Structured.EventID}
 	}
 	pr, res := s.prepare(ctx, st)
 	if pr == nil {

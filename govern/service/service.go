@@ -30,12 +30,8 @@ import (
 	"github.com/mitrity/mitrity/govern/policy"
 	"github.com/mitrity/mitrity/govern/sandbox"
 	"github.com/mitrity/mitrity/govern/sandbox/settings"
-	"github.com/mitrity/mitrity/govern/shell"
 	"github.com/mitrity/mitrity/govern/ticket"
 )
-
-// MaxEnvKeys bounds a call's env argument.
-const MaxEnvKeys = 32
 
 // Service runs calls. Build it with Open (or New). A reload (Reload)
 // replaces the configuration, policy and sandbox choice as one generation;
@@ -217,49 +213,11 @@ func (s *Service) Call(ctx context.Context, call govern.Call) Result { return s.
 
 func (s bound) call(ctx context.Context, call govern.Call) Result {
 	call.ActionType, call.Tool = govern.ActionShellExecute, govern.ToolShellExecute
-	if d, ok := s.checkArguments(call); !ok {
-		return s.denied(ctx, call, nil, d)
-	}
 	st, d := s.pipe.Decide(ctx, call)
 	if d.Outcome == govern.Deny {
 		return s.denied(ctx, call, st, d)
 	}
 	return s.execute(ctx, st, d)
-}
-
-// checkArguments enforces the tool's argument bounds before anything else.
-func (s bound) checkArguments(call govern.Call) (govern.Decision, bool) {
-	bad := func(msg string) (govern.Decision, bool) {
-		return govern.Decision{Outcome: govern.Deny, Reason: govern.ReasonInvalidArgument, Stage: "arguments", Message: msg}, false
-	}
-	if !s.cfg.Exec.Enabled {
-		return bad("the governed shell is disabled on this gateway (exec.enabled: false)")
-	}
-	if int64(len(call.Stdin)) > s.cfg.Exec.Limits.StdinMaxBytes {
-		return bad(fmt.Sprintf("stdin is %d bytes; the limit is %d (exec.limits.stdin_max_bytes)", len(call.Stdin), s.cfg.Exec.Limits.StdinMaxBytes))
-	}
-	if len(call.Env) > MaxEnvKeys {
-		return bad(fmt.Sprintf("env has %d keys; at most %d", len(call.Env), MaxEnvKeys))
-	}
-	settable := map[string]bool{}
-	for _, k := range s.cfg.Exec.Env.AgentSettable {
-		settable[k] = true
-	}
-	for _, k := range sortedKeys(call.Env) {
-		if !settable[k] {
-			return bad(fmt.Sprintf("env key %s is not in exec.env.agent_settable; the agent may set only %s", k, listOr(s.cfg.Exec.Env.AgentSettable, "no variables")))
-		}
-		v := call.Env[k]
-		if strings.Contains(v, "${credential:") {
-			if _, ids := shell.RewriteCredentials(v); len(ids) != 1 || "${credential:"+ids[0]+"}" != v {
-				return bad(fmt.Sprintf("env %s: a value is either plain text or exactly one ${credential:<id>} reference", k))
-			}
-		}
-	}
-	if call.TimeoutSeconds < 0 {
-		return bad("timeout_seconds must be at least 1")
-	}
-	return govern.Decision{}, true
 }
 
 // Reject audits and returns a call refused before it reached the
@@ -457,7 +415,7 @@ func (s bound) prepare(ctx context.Context, st *pipeline.State) (*prepared, Resu
 	}
 	p, err := plan.New(plan.Spec{
 		Shell: s.cfg.Exec.Shell, Dialect: a.Dialect, Command: a.Text, CommandSHA256: a.SHA256,
-		Cwd: st.Cwd, WorkspaceRoots: st.WorkspaceRoots, Timeout: timeout, Env: s.env(st),
+		Cwd: st.Cwd, WorkspaceRoots: st.WorkspaceRoots, Timeout: timeout, Env: st.Env,
 		CredentialEnv: st.CredentialEnv, CredentialFiles: st.CredentialFiles, CredentialDir: credentialDir(),
 		Pins: a.Pins, Stdin: st.Call.Stdin, Egress: s.settings.NarrowEgress(st.Agent.Destinations, egressConfig(s.cfg).AllowedPorts),
 		SandboxRequired: st.Profile.SandboxRequired, OutputMaxBytes: s.cfg.Exec.Limits.OutputMaxBytes,
@@ -727,26 +685,6 @@ func (s bound) timeout(st *pipeline.State) time.Duration {
 	return time.Duration(t) * time.Second
 }
 
-// env is the constructed environment: nothing of the gateway's own.
-func (s bound) env(st *pipeline.State) map[string]string {
-	env := map[string]string{
-		"PATH": pipeline.DefaultPath, "HOME": s.home, "LANG": "C.UTF-8", "TERM": "dumb", "PWD": st.Cwd,
-	}
-	for k, v := range st.Call.Env {
-		// CDPATH, PWD, OLDPWD, HOME and POSIXLY_CORRECT pick the directory
-		// cd goes to: one the analysis was not given stays out.
-		if !st.Analysis.Started(k, v) {
-			continue
-		}
-		if _, ids := shell.RewriteCredentials(v); len(ids) == 1 {
-			st.CredentialEnv[k] = ids[0]
-			continue
-		}
-		env[k] = v
-	}
-	return env
-}
-
 // fetch reads every credential the plan injects from its source, now.
 func (s bound) fetch(ctx context.Context, p *plan.Plan) ([]dlp.Secret, error) {
 	var out []dlp.Secret
@@ -798,11 +736,4 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-func listOr(list []string, none string) string {
-	if len(list) == 0 {
-		return none
-	}
-	return strings.Join(list, ", ")
 }
