@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -39,10 +40,40 @@ type Entry struct {
 }
 
 // ParseEntry parses one allowlist entry: host, *.domain, *, an IP literal
-// (IPv6 bare or in brackets), with an optional :port.
+// (IPv6 bare or in brackets), with an optional :port. It is the one
+// grammar of an allowlist entry: the policy's agents[].destinations, the
+// proxy's allowlist and a sandbox settings file's domains are each read
+// with it. A name is canonicalised exactly as a destination the proxy is
+// asked for is (lower case, no trailing dot, a Unicode name in its xn--
+// form); what a resolver might read differently than a person (decimal,
+// octal or hex IPv4 forms, IPv6 zones, IPv4-mapped IPv6) is refused.
 func ParseEntry(raw string) (Entry, error) {
 	e, err := parseEntry(raw)
 	return Entry{Kind: e.kind, Name: e.name, Addr: e.addr, Port: e.port}, err
+}
+
+// String is the entry in canonical form, which ParseEntry reads back as
+// the same entry: "*", "*.name", "name", an IP literal (an IPv6 one in
+// brackets when it carries a port), each with ":port" when it has one.
+func (e Entry) String() string {
+	var host string
+	switch e.Kind {
+	case EntryAny:
+		host = "*"
+	case EntrySuffix:
+		host = "*." + e.Name
+	case EntryExact:
+		host = e.Name
+	case EntryAddr:
+		host = e.Addr.String()
+		if e.Port != 0 && e.Addr.Is6() {
+			host = "[" + host + "]"
+		}
+	}
+	if e.Port == 0 {
+		return host
+	}
+	return host + ":" + strconv.Itoa(int(e.Port))
 }
 
 // entry is one parsed allowlist entry. port 0 means "the allowed ports".
@@ -83,7 +114,7 @@ func parseEntry(raw string) (entry, error) {
 			}
 			port, ok := parsePort(p)
 			if !ok {
-				return e, fmt.Errorf("%q: invalid port", raw)
+				return e, fmt.Errorf("%q: port %q: want 1 to 65535", raw, p)
 			}
 			e.port = port
 		}
@@ -91,13 +122,16 @@ func parseEntry(raw string) (entry, error) {
 		if !ok || !a.IsValid() || !a.Is6() {
 			return e, fmt.Errorf("%q: only an IPv6 literal (without zone) goes in brackets", raw)
 		}
+		if a.Is4In6() {
+			return e, fmt.Errorf("%q: write the IPv4 address %s", raw, a.Unmap())
+		}
 		e.kind, e.addr = entryAddr, a
 		return e, nil
 	case strings.Count(s, ":") == 1:
 		h, p, _ := strings.Cut(s, ":")
 		port, ok := parsePort(p)
 		if !ok {
-			return e, fmt.Errorf("%q: invalid port", raw)
+			return e, fmt.Errorf("%q: port %q: want 1 to 65535", raw, p)
 		}
 		host, e.port = h, port
 	}
@@ -113,6 +147,9 @@ func parseEntry(raw string) (entry, error) {
 		if h.IsAddr() {
 			return e, fmt.Errorf("%q: a wildcard applies to names, not IP addresses", raw)
 		}
+		if err := entryName(h.Name); err != nil {
+			return e, fmt.Errorf("%q: %v", raw, err)
+		}
 		e.kind, e.name = entrySuffix, h.Name
 		return e, nil
 	case strings.Contains(host, "*"):
@@ -123,11 +160,28 @@ func parseEntry(raw string) (entry, error) {
 		return e, fmt.Errorf("%q: %v", raw, err)
 	}
 	if h.IsAddr() {
+		if h.Addr.Is4In6() {
+			return e, fmt.Errorf("%q: write the IPv4 address %s", raw, h.Addr.Unmap())
+		}
 		e.kind, e.addr = entryAddr, h.Addr
 		return e, nil
 	}
+	if err := entryName(h.Name); err != nil {
+		return e, fmt.Errorf("%q: %v", raw, err)
+	}
 	e.kind, e.name = entryExact, h.Name
 	return e, nil
+}
+
+// entryName is what an entry's name must be beyond a destination's: no
+// label starts or ends with '-' (a name a person writes is a real one).
+func entryName(name string) error {
+	for label := range strings.SplitSeq(name, ".") {
+		if strings.HasPrefix(label, "-") || strings.HasSuffix(label, "-") {
+			return fmt.Errorf("a host name label cannot start or end with '-'")
+		}
+	}
+	return nil
 }
 
 // matchHost reports whether e matches the canonical host, ignoring ports.

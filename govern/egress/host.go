@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"golang.org/x/net/idna"
 )
@@ -80,6 +81,11 @@ func CanonicalHost(raw string) (Host, error) {
 	}
 	if len(raw) > maxRawHost {
 		return Host{}, &hostError{ReasonInvalidHost, "host too long"}
+	}
+	if !utf8.ValidString(raw) {
+		// IDNA would map the bad bytes to U+FFFD and give a name that
+		// is no one's.
+		return Host{}, &hostError{ReasonInvalidHost, "host is not valid UTF-8"}
 	}
 	if a, ok := parseLiteral(raw); ok {
 		if !a.IsValid() {

@@ -3,6 +3,7 @@ package policy
 import (
 	_ "embed"
 	"fmt"
+	"github.com/mitrity/mitrity/govern/egress"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -183,12 +184,14 @@ func (b *builder) agent(path, id string, w *wireAgent, profiles map[string]Profi
 	if w.Destinations != nil {
 		a.Destinations = make([]string, 0, len(*w.Destinations))
 		for i, s := range *w.Destinations {
-			d, err := ParseDestination(s)
+			// The proxy's own grammar: what validates here is what it
+			// enforces.
+			e, err := egress.ParseEntry(s)
 			if err != nil {
 				b.errorf(yamlfile.Index(path+".destinations", i), "%v", err)
 				continue
 			}
-			a.Destinations = append(a.Destinations, d.String())
+			a.Destinations = append(a.Destinations, e.String())
 		}
 	}
 	if w.Credentials != nil {
