@@ -82,6 +82,9 @@ type Run struct {
 	// CredentialWritten are files in the workspace the run changed that
 	// hold a credential it was given.
 	CredentialWritten []CredentialWritten
+	// MaskReplaced are the masked paths the host replaced during the run,
+	// by what they are (the sandbox's labels).
+	MaskReplaced []string
 }
 
 // Output is one stream as the executor saw it.
@@ -257,6 +260,7 @@ func executionOf(r *Run, s scrubber) *Execution {
 		ProtectedModified:   []string{},
 		ArgvRefused:         []ArgvRefusal{},
 		CredentialWritten:   []CredentialWritten{},
+		MaskReplaced:        []string{},
 	}
 	if r.SandboxMode != nil {
 		m := *r.SandboxMode
@@ -304,6 +308,9 @@ func executionOf(r *Run, s scrubber) *Execution {
 	for _, a := range r.ArgvRefused {
 		a.Program = s.scrub(a.Program)
 		x.ArgvRefused = append(x.ArgvRefused, a)
+	}
+	for _, m := range r.MaskReplaced {
+		x.MaskReplaced = append(x.MaskReplaced, s.scrub(m))
 	}
 	for _, w := range r.CredentialWritten {
 		w.Path = s.scrub(w.Path)

@@ -185,6 +185,11 @@ type Execution struct {
 	// that hold a credential it was given (any form redaction knows):
 	// where a granted run left a value for others to find.
 	CredentialWritten []CredentialWritten `json:"credential_written"`
+	// MaskReplaced lists the masked paths the host replaced while the run
+	// ran: the sandbox killed the run, which may have read the new file in
+	// the moment before. Labels, never a gateway file's path. Always
+	// present; usually empty.
+	MaskReplaced []string `json:"mask_replaced"`
 }
 
 // CredentialWritten is one file a run left holding a credential.

@@ -213,6 +213,12 @@ func RenderCard(w io.Writer, ev *Event) error {
 			p.line("    " + oneLine(c))
 		}
 	}
+	if len(x.MaskReplaced) > 0 {
+		p.line("  Masked paths replaced on the host while it ran (the run was killed; its output was withheld)")
+		for _, m := range x.MaskReplaced {
+			p.line("    " + oneLine(m))
+		}
+	}
 	if len(x.CredentialWritten) > 0 {
 		p.line("  Credentials left in the workspace (files the run changed that hold one)")
 		for _, w := range x.CredentialWritten {

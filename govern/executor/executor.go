@@ -70,6 +70,9 @@ type Result struct {
 	ArgvRefused []sandbox.ArgvRefusal
 	// CredentialWritten are files the run left holding a credential.
 	CredentialWritten []sandbox.WrittenCredential
+	// MaskReplaced are the masked paths the host replaced while the run
+	// ran (killed for it), by what they are, never a gateway file's path.
+	MaskReplaced []string
 	// Egress is the report of the run's mitrity-egressproxy: the counts and
 	// the first 16 distinct refused destinations, each with its reason
 	// (Egress.Denials, one DLP unauthorized_destination event each), in

@@ -99,7 +99,7 @@ func (e *Executor) runSandboxed(ctx context.Context, p *plan.Plan, creds map[str
 	r.Limits = &limits
 	r.DaemonKill = limits.DaemonKill.Enforced
 	r.ProtectedCreated, r.ProtectedModified, r.ArgvRefused = sres.ProtectedCreated, sres.ProtectedModified, sres.ArgvRefused
-	r.CredentialWritten = sres.CredentialWritten
+	r.CredentialWritten, r.MaskReplaced = sres.CredentialWritten, sres.MaskReplaced
 	return r
 }
 

@@ -98,9 +98,11 @@ type Layout struct {
 	// WriteBinds the paths inside them it left writable.
 	ReadOnlyRoots []string
 	WriteBinds    []string
-	// Covers are a settings file's denyRead directories that hold a root or
-	// an allowRead path, and the allowRead paths revealed inside them, in
-	// mount order.
+	// Covers are the directories hidden before the roots are bound, and
+	// what is put back inside them, in mount order: a settings file's
+	// denyRead directories that hold a root or an allowRead path, and the
+	// allowRead paths revealed inside them; masked directories that hold a
+	// root; the directories of masked files, with their other entries.
 	Covers []CoverOp
 	// Anchors are directories inside the writable parts bound over
 	// themselves, parents first: a mount point cannot be renamed away, so
@@ -179,16 +181,28 @@ func BuildArgs(l Layout) []string {
 	}
 	a = append(a, "--remount-ro", "/run")
 	// Covers before the roots, which stay reachable inside them; writable
-	// only once everything inside is mounted, then read-only.
+	// only once everything inside is mounted, then read-only. What is put
+	// back in a cover may have gone from the host since the plan: -try
+	// skips it rather than fail the run.
 	for _, c := range l.Covers {
-		if c.Reveal {
-			a = append(a, "--ro-bind", c.Path, c.Path)
-			continue
+		switch {
+		case c.Link != "":
+			a = append(a, "--symlink", c.Link, c.Path)
+		case c.Reveal:
+			a = append(a, "--ro-bind-try", c.Path, c.Path)
+		default:
+			if l.Features.TmpfsSize {
+				size, perms := c.Size, c.Perms
+				if size == 0 {
+					size = 4096
+				}
+				if perms == 0 {
+					perms = 0o111
+				}
+				a = append(a, "--size", strconv.FormatInt(size, 10), "--perms", fmt.Sprintf("%04o", perms))
+			}
+			a = append(a, "--tmpfs", c.Path)
 		}
-		if l.Features.TmpfsSize {
-			a = append(a, "--size", "4096", "--perms", "0111")
-		}
-		a = append(a, "--tmpfs", c.Path)
 	}
 	for _, r := range l.WorkspaceRoots {
 		a = append(a, "--bind", r, r)
@@ -220,7 +234,7 @@ func BuildArgs(l Layout) []string {
 		}
 	}
 	for _, c := range l.Covers {
-		if !c.Reveal {
+		if c.cover() {
 			a = append(a, "--remount-ro", c.Path)
 		}
 	}

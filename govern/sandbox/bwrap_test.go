@@ -118,12 +118,37 @@ func TestBuildArgs(t *testing.T) {
 			},
 			join(prologue, []string{
 				"--remount-ro", "/run",
-				"--size", "4096", "--perms", "0111", "--tmpfs", "/home", "--ro-bind", "/home/shared", "/home/shared",
+				"--size", "4096", "--perms", "0111", "--tmpfs", "/home", "--ro-bind-try", "/home/shared", "/home/shared",
 				"--bind", "/home/u/a", "/home/u/a", "--ro-bind", "/home/u/b", "/home/u/b", "--bind", "/home/u/b/out", "/home/u/b/out",
 				"--ro-bind", "/home/u/a/.env", "/home/u/a/.env",
 				"--size", "4096", "--perms", "0000", "--tmpfs", "/home/u/a/secrets", "--remount-ro", "/home/u/a/secrets",
 				"--remount-ro", "/home",
 			}, tail),
+		},
+		{
+			"masked files hidden through their directory: a cover with its mode, the other entries put back, a symlink re-made; a masked directory holding a root shows the path to it",
+			func(l *Layout) {
+				l.WorkspaceRoots = []string{"/srv/gw/ws"}
+				l.Cwd = "/srv/gw/ws"
+				l.Covers = []CoverOp{
+					{Path: "/home/u", Perms: 0o750, Size: 8192},
+					{Path: "/srv/gw", Perms: 0o555},
+					{Path: "/home/u/.bashrc", Reveal: true},
+					{Path: "/home/u/.profile", Link: ".config/profile"},
+				}
+				l.Masks = []Mask{{Path: "/home/u/.local/share/keyrings", Dir: true}}
+			},
+			join(prologue, []string{
+				"--remount-ro", "/run",
+				"--size", "8192", "--perms", "0750", "--tmpfs", "/home/u",
+				"--size", "4096", "--perms", "0555", "--tmpfs", "/srv/gw",
+				"--ro-bind-try", "/home/u/.bashrc", "/home/u/.bashrc",
+				"--symlink", ".config/profile", "/home/u/.profile",
+				"--bind", "/srv/gw/ws", "/srv/gw/ws",
+				"--size", "4096", "--perms", "0000", "--tmpfs", "/home/u/.local/share/keyrings", "--remount-ro", "/home/u/.local/share/keyrings",
+				"--remount-ro", "/home/u", "--remount-ro", "/srv/gw",
+				"--info-fd", "6", "--chdir", "/srv/gw/ws", "--", "/run/mitrity/init",
+			}),
 		},
 		{
 			"bubblewrap 0.6: no sizes, no --disable-userns, init by path (the helper's subcommand), uid kept",

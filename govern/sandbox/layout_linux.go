@@ -107,14 +107,15 @@ func (e *execution) layout() (Layout, error) {
 	pinTargets := map[string]string{}    // a pin's path -> what it resolves to now
 	pinPerms := map[string]os.FileMode{} // read-only, executable where the file is now
 	var narrow narrowPlan
-	var narrowErr error
+	var masks maskPlan
+	var narrowErr, maskErr error
 	err := e.asSandboxUser(func() {
 		// A home the sandbox cannot reach hides its credentials already.
 		homes = slices.DeleteFunc(homes, func(h string) bool {
 			st, err := os.Stat(h)
 			return err != nil || !st.IsDir()
 		})
-		l.Masks = ResolveMasks(DenyCandidates(homes, s.DenyPaths), roots)
+		deny := resolveDenied(denyCandidates(homes, s.DenyPaths), roots)
 		narrow, narrowErr = planNarrowing(s.Narrowing, roots, homeOf(passwd, e.uid), statAsSeen)
 		if narrowErr != nil {
 			return
@@ -123,10 +124,27 @@ func (e *execution) layout() (Layout, error) {
 		// and the paths it left writable inside the others.
 		writable := slices.DeleteFunc(slices.Clone(roots), func(r string) bool { return slices.Contains(narrow.roRoots, r) })
 		writable = append(writable, narrow.writeBinds...)
+		for _, m := range narrow.masks {
+			if !slices.ContainsFunc(deny, func(d denied) bool { return d.Path == m.Path }) {
+				deny = append(deny, denied{Mask: m, what: whatSettings})
+			}
+		}
+		// (A working directory the settings file denies: applyNarrowing
+		// refuses it, saying so.)
+		if cwd, _ := filepath.EvalSymlinks(s.Cwd); !narrow.masked(cwd) {
+			masks, maskErr = planMasks(deny, maskEnv{roots: roots, writable: writable, cwd: cwd, settings: narrow.covers, maxEntries: coverEntries})
+		}
 		abs := append(slices.Clone(s.ReadOnlyPaths), narrow.readOnly...)
 		abs = append(abs, narrow.absent...)
 		e.prot = planProtection(protectedSet{roots: writable, relative: append(slices.Clone(ProtectedNames), s.ProtectedExtra...), absolute: abs, cwd: s.Cwd})
+		// What masks and covers sit on is watched; inside the writable
+		// parts, their directories are anchored, so that only the host can
+		// change them.
+		e.prot.watches = append(e.prot.watches, maskWatches(masks.held)...)
 		seen := map[string]bool{}
+		for _, m := range masks.inWritable {
+			e.prot.anchor(writable, filepath.Dir(m), seen)
+		}
 		for _, pin := range s.Pins {
 			// A pin's directories are anchored too: a parent renamed away
 			// and replaced would take the pinned path with it.
@@ -160,6 +178,10 @@ func (e *execution) layout() (Layout, error) {
 	if err := e.applyNarrowing(&l, narrow); err != nil {
 		return l, err
 	}
+	if maskErr != nil {
+		return l, maskErr
+	}
+	l.Covers, l.Masks = masks.covers, masks.masks
 
 	if err := e.initBinary(&l); err != nil {
 		return l, err
@@ -179,12 +201,13 @@ func (e *execution) layout() (Layout, error) {
 				targets = append(targets, real)
 			}
 		}
-		// A pin under a settings cover would show the judged script inside
-		// a directory the file hides: it stays hidden, as under a mask.
-		if covered := slices.DeleteFunc(slices.Clone(targets), func(t string) bool { return !narrow.hiddenByCovers(t, roots) }); len(covered) > 0 {
+		// A pin under a cover would show the judged script inside a
+		// directory the sandbox hides (a settings file's denyRead, a masked
+		// name): it stays hidden, as under a mask.
+		if covered := slices.DeleteFunc(slices.Clone(targets), func(t string) bool { return !hiddenByCovers(l.Covers, roots, t) }); len(covered) > 0 {
 			targets = slices.DeleteFunc(targets, func(t string) bool { return slices.Contains(covered, t) })
 			if len(targets) == 0 {
-				e.notes = append(e.notes, fmt.Sprintf("pinned script %s is inside a path the settings file denies reading: not bound", p.Path))
+				e.notes = append(e.notes, maskedNote(p.Path, narrow.hiddenByCovers(covered[0], roots)))
 				continue
 			}
 		}
@@ -266,16 +289,11 @@ func (e *execution) applyNarrowing(l *Layout, p narrowPlan) error {
 		return fmt.Errorf("working directory %s: exec.sandbox.settings_file denies reading it", e.spec.Cwd)
 	}
 	e.notes = append(e.notes, p.notes...)
-	l.Covers = p.covers
 	l.WriteBinds = p.writeBinds
 	l.WorkspaceRoots = slices.DeleteFunc(l.WorkspaceRoots, func(r string) bool { return slices.Contains(p.roRoots, r) })
 	l.ReadOnlyRoots = p.roRoots
-	// (Its denyWrite paths are protected with the rest: see layout.)
-	for _, m := range p.masks {
-		if !slices.ContainsFunc(l.Masks, func(o Mask) bool { return o.Path == m.Path }) {
-			l.Masks = append(l.Masks, m)
-		}
-	}
+	// (Its denyWrite paths are protected with the rest, its covers and
+	// masks planned with the deny set's: see layout.)
 	return nil
 }
 

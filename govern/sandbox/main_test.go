@@ -6,7 +6,8 @@ import (
 )
 
 // TestMain lets the test binary serve as the sandbox helper: Run execs it
-// inside the sandbox as "init", the probe as "probe-seccomp".
+// inside the sandbox as "init", the probe as "probe-seccomp"; a test runs
+// a spec as another user with it as "run-spec".
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
@@ -18,9 +19,13 @@ func TestMain(m *testing.M) {
 				os.Exit(1)
 			}
 			os.Exit(0)
+		case helperRunSpec:
+			runSpecChild()
 		}
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	cleanupIdentities()
+	os.Exit(code)
 }
 
 func selfExe(t *testing.T) string {

@@ -4,20 +4,34 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 )
 
-// CoverOp is one mount of a settings file's denyRead/allowRead over the
-// host: a cover hides a directory that still holds something the sandbox
-// must reach (a workspace root, an allowRead path); a reveal binds an
-// allowRead path back, read-only, inside a cover.
+// CoverOp is one mount made before the workspace roots to hide a
+// directory and put back part of it: a cover is an empty tmpfs over a
+// directory (read-only once everything inside is mounted) that still holds
+// something the sandbox must reach — a settings file's denyRead directory
+// holding a workspace root or an allowRead path, a masked directory holding
+// a root, the directory of masked files (see masks.go); a reveal binds a
+// path back inside a cover, read-only (an allowRead path, an entry of a
+// covered directory); a link re-creates a symlink inside a cover.
 type CoverOp struct {
 	Path   string
 	Reveal bool
+	// Link, when set, is the target of a symlink made at Path.
+	Link string
+	// Perms and Size of a cover's tmpfs; zero: 0111 (crossable, not
+	// listable) and 4096 bytes.
+	Perms os.FileMode
+	Size  int64
 }
+
+// cover reports whether c is a tmpfs (not a reveal or a link).
+func (c CoverOp) cover() bool { return !c.Reveal && c.Link == "" }
 
 // pathInfo is what the planner needs to know of a path on the host, as the
 // sandbox's user sees it.
@@ -189,13 +203,19 @@ func planNarrowing(n *Narrowing, roots []string, home string, stat func(string) 
 // hiddenByCovers reports whether x ends up under a cover rather than in a
 // workspace root or a reveal: the deepest of those holding it decides.
 func (p narrowPlan) hiddenByCovers(x string, roots []string) bool {
+	return hiddenByCovers(p.covers, roots, x)
+}
+
+// hiddenByCovers reports whether x ends up under one of covers (in mount
+// order) rather than in a workspace root or a reveal.
+func hiddenByCovers(covers []CoverOp, roots []string, x string) bool {
 	if rootOf(roots, x) != "" {
 		return false
 	}
 	hidden := false
-	for _, c := range p.covers { // ancestors first: the last match is the deepest
+	for _, c := range covers { // ancestors first: the last match is the deepest
 		if within(c.Path, x) {
-			hidden = !c.Reveal
+			hidden = c.cover()
 		}
 	}
 	return hidden

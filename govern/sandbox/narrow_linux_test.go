@@ -17,12 +17,13 @@ import (
 
 // outsideTmp returns a fresh directory outside /tmp, which the sandbox
 // replaces with its own: a settings file's deny over a workspace root's
-// parent needs one the sandbox sees.
+// parent, or a mask, needs one the sandbox sees. Every identity reaches it.
 func outsideTmp(t *testing.T) string {
 	t.Helper()
 	d, err := os.MkdirTemp("/var/tmp", "mitrity-narrow-")
 	assert.NilError(t, err)
 	t.Cleanup(func() { os.RemoveAll(d) })
+	assert.NilError(t, os.Chmod(d, 0o755))
 	d, err = filepath.EvalSymlinks(d)
 	assert.NilError(t, err)
 	return d

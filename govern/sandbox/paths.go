@@ -178,22 +178,84 @@ func HomeDirs(passwd io.Reader, homeRoot string, extra []string) []string {
 // DenyCandidates is the deny-read set before it meets the file system:
 // every credential name under every home, the system paths and extra.
 func DenyCandidates(homes, extra []string) []string {
-	var out []string
+	cands := denyCandidates(homes, extra)
+	out := make([]string, len(cands))
+	for i, c := range cands {
+		out[i] = c.path
+	}
+	return out
+}
+
+// candidate is one path of the deny-read set, with what a message may
+// call it: a credential store's name is public (every home has the same
+// ones), a spec deny path is one of the gateway's own files, whose host
+// path an agent never sees.
+type candidate struct {
+	path  string
+	what  string // "a credential store", "one of the gateway's own files", ...
+	shown string // the path a message may show; "" for none
+}
+
+// Kinds of masked paths, as messages name them.
+const (
+	whatCredential = "a credential store"
+	whatSecrets    = "container secrets"
+	whatOwn        = "one of the gateway's own files"
+	whatSettings   = "a path the sandbox settings file denies reading"
+)
+
+// denyCandidates is DenyCandidates with each path's kind, sorted by path
+// and unique; a path named both ways is the gateway's.
+func denyCandidates(homes, extra []string) []candidate {
+	var out []candidate
 	for _, h := range homes {
 		for _, n := range CredentialNames {
-			out = append(out, filepath.Join(h, n))
+			p := filepath.Join(h, n)
+			out = append(out, candidate{p, whatCredential, p})
 		}
 	}
-	out = append(out, SystemDenyPaths...)
-	out = append(out, extra...)
-	slices.Sort(out)
-	return slices.Compact(out)
+	for _, p := range SystemDenyPaths {
+		out = append(out, candidate{p, whatSecrets, p})
+	}
+	for _, p := range extra {
+		out = append(out, candidate{path: p, what: whatOwn})
+	}
+	slices.SortStableFunc(out, func(a, b candidate) int {
+		if c := strings.Compare(a.path, b.path); c != 0 {
+			return c
+		}
+		return boolInt(a.shown != "") - boolInt(b.shown != "") // the gateway's first
+	})
+	return slices.CompactFunc(out, func(a, b candidate) bool { return a.path == b.path })
 }
 
 // Mask is one deny-set path that exists on the host, resolved.
 type Mask struct {
 	Path string // resolved: no symlink left
 	Dir  bool
+}
+
+// denied is one path of the deny-read set as it exists on the host: the
+// mask, the candidates that resolved to it (as written: they may pass
+// through symlinks) and what a message may call it.
+type denied struct {
+	Mask
+	named []string
+	what  string
+	shown string
+}
+
+// label is what a message says of d: its kind, and its path when that is
+// public.
+func (d denied) label() string {
+	what := d.what
+	if what == whatOwn && d.Dir {
+		what = "one of the gateway's own directories"
+	}
+	if d.shown == "" {
+		return what
+	}
+	return what + " (" + d.shown + ")"
 }
 
 // hiddenPrefixes are replaced by fresh mounts inside the sandbox: a host
@@ -204,33 +266,65 @@ var hiddenPrefixes = []string{"/tmp", "/run", "/dev", "/proc"}
 // resolved through symlinks, a path that does not exist is skipped (nothing
 // is ever created on the host to mask it), and a path the sandbox cannot see
 // anyway (under its fresh /tmp, /run, /dev or /proc, outside every
-// workspace root) needs no mask.
+// workspace root) needs no mask. A path inside a masked directory is hidden
+// with it.
 func ResolveMasks(candidates, roots []string) []Mask {
-	seen := map[string]bool{}
+	cands := make([]candidate, len(candidates))
+	for i, c := range candidates {
+		cands[i] = candidate{path: c}
+	}
 	var out []Mask
+	for _, d := range withoutNested(resolveDenied(cands, roots), nil) {
+		out = append(out, d.Mask)
+	}
+	return out
+}
+
+// resolveDenied resolves candidates as ResolveMasks does, keeping for each
+// mask what named it. A real path named both as the gateway's and as a
+// public one is the gateway's.
+func resolveDenied(candidates []candidate, roots []string) []denied {
+	at := map[string]int{}
+	var out []denied
 	for _, c := range candidates {
-		if _, err := os.Lstat(c); err != nil {
+		if _, err := os.Lstat(c.path); err != nil {
 			continue // the common case, one system call
 		}
-		real, err := filepath.EvalSymlinks(c)
+		real, err := filepath.EvalSymlinks(c.path)
 		if err != nil {
 			continue
 		}
+		if i, ok := at[real]; ok {
+			out[i].named = append(out[i].named, c.path)
+			if c.shown == "" {
+				out[i].what, out[i].shown = c.what, ""
+			}
+			continue
+		}
 		st, err := os.Stat(real)
-		if err != nil || seen[real] {
+		if err != nil || hiddenInSandbox(real, roots) {
 			continue
 		}
-		if hiddenInSandbox(real, roots) {
-			continue
-		}
-		seen[real] = true
-		out = append(out, Mask{Path: real, Dir: st.IsDir()})
+		at[real] = len(out)
+		out = append(out, denied{Mask: Mask{Path: real, Dir: st.IsDir()}, named: []string{c.path}, what: c.what, shown: c.shown})
 	}
-	// A path inside a masked directory is hidden with it: a mask of its
-	// own would have to be mounted inside the read-only cover.
-	return slices.DeleteFunc(out, func(m Mask) bool {
-		return slices.ContainsFunc(out, func(o Mask) bool { return o.Dir && o.Path != m.Path && within(o.Path, m.Path) })
-	})
+	return out
+}
+
+// withoutNested drops every path inside a masked directory: it is hidden
+// with it (a mask of its own would have to be mounted inside the read-only
+// cover), except, inside a directory in keep, what is in a workspace root
+// the directory holds (keep says which).
+func withoutNested(ds []denied, keep func(dir, p string) bool) []denied {
+	var out []denied
+	for _, m := range ds {
+		if !slices.ContainsFunc(ds, func(o denied) bool {
+			return o.Dir && o.Path != m.Path && within(o.Path, m.Path) && (keep == nil || !keep(o.Path, m.Path))
+		}) {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 func hiddenInSandbox(p string, roots []string) bool {

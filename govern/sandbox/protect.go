@@ -36,10 +36,13 @@ type protection struct {
 }
 
 // watch is one directory whose entries named in names must not appear
-// (or, for a symlink that stands for a protected path, change).
+// (or, for a symlink that stands for a protected path, change), and whose
+// held entries must not change at all: a mask or cover of the run sits on
+// them or below them (see masks.go).
 type watch struct {
 	dir   string
 	names []string
+	held  map[string]heldName
 }
 
 // protectedSet is what planProtection protects.

@@ -64,6 +64,12 @@ type Result struct {
 	// before the run: they are bound read-only, so a change means the
 	// protection was bypassed.
 	ProtectedModified []string `json:"protected_modified,omitempty"`
+	// MaskReplaced says which masked paths the host replaced, renamed or
+	// removed while the run went on (the run was killed at once, before it
+	// could read what took their place): each as a message may name it, a
+	// credential store with its path, one of the gateway's own files
+	// without (an agent never sees their host paths).
+	MaskReplaced []string `json:"mask_replaced,omitempty"`
 	// ArgvRefused are the program starts the exec guard refused because
 	// an argument carried an injected credential.
 	ArgvRefused []ArgvRefusal `json:"argv_refused,omitempty"`

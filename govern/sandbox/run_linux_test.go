@@ -59,6 +59,12 @@ func shellSpec(ws, script string) *Spec {
 
 func runIn(t *testing.T, ctx context.Context, s *Spec) runOut {
 	t.Helper()
+	return runWith(t, ctx, s, selfExe(t))
+}
+
+// runWith runs s in-process with helper as the sandbox's init.
+func runWith(t *testing.T, ctx context.Context, s *Spec, helper string) runOut {
+	t.Helper()
 	dir := t.TempDir()
 	out, err := os.Create(filepath.Join(dir, "stdout"))
 	assert.NilError(t, err)
@@ -66,7 +72,7 @@ func runIn(t *testing.T, ctx context.Context, s *Spec) runOut {
 	errf, err := os.Create(filepath.Join(dir, "stderr"))
 	assert.NilError(t, err)
 	defer errf.Close()
-	r := Run(ctx, s, Stdio{Stdout: out, Stderr: errf}, WithHelper(selfExe(t)))
+	r := Run(ctx, s, Stdio{Stdout: out, Stderr: errf}, WithHelper(helper))
 	o, _ := os.ReadFile(out.Name())
 	e, _ := os.ReadFile(errf.Name())
 	return runOut{Result: r, stdout: string(o), stderr: string(e)}

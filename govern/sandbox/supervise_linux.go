@@ -216,11 +216,42 @@ func (e *execution) start(ctx context.Context, l Layout) (Result, bool) {
 		guarded <- nil
 	}
 
-	sb := &sandboxProc{pid: readInfo(infoR), pidfd: -1}
+	// The run's time starts now, bubblewrap's setup included: a setup that
+	// stalls (a hung mount, a wedged file system) is the run's timeout or
+	// cancellation like any other, never a wait without end.
+	timer := time.NewTimer(s.Timeout())
+	defer timer.Stop()
+	var timedOut, cancelled bool
+	info := make(chan int, 1)
+	go func() { info <- readInfo(infoR) }()
+	var pid int
+	select {
+	case pid = <-info:
+	case <-timer.C:
+		timedOut = true
+	case <-ctx.Done():
+		cancelled = true
+	}
+	early := timedOut || cancelled
+	if early {
+		// Nothing of the command has started: there is nothing to give a
+		// grace to. bubblewrap takes the sandbox with it (--die-with-parent).
+		cmd.Process.Kill()
+		grace := time.NewTimer(s.KillGrace())
+		select {
+		case pid = <-info:
+		case <-grace.C:
+		}
+		grace.Stop()
+	}
+	sb := &sandboxProc{pid: pid, pidfd: -1}
 	if sb.pid > 0 {
 		if fd, err := unix.PidfdOpen(sb.pid, 0); err == nil {
 			sb.pidfd = fd
 			defer unix.Close(fd)
+		}
+		if early {
+			sb.kill()
 		}
 	}
 	guard.armed(func() {
@@ -262,19 +293,20 @@ func (e *execution) start(ctx context.Context, l Layout) (Result, bool) {
 		cfgW.Close()
 	}()
 
-	timer := time.NewTimer(s.Timeout())
-	defer timer.Stop()
 	var waitErr error
-	var timedOut, cancelled bool
 	var sig string
-	select {
-	case waitErr = <-waited:
-	case <-timer.C:
-		timedOut = true
-		sig, waitErr = e.terminate(sb, cmd, waited)
-	case <-ctx.Done():
-		cancelled = true
-		sig, waitErr = e.terminate(sb, cmd, waited)
+	if early {
+		sig, waitErr = "SIGKILL", <-waited
+	} else {
+		select {
+		case waitErr = <-waited:
+		case <-timer.C:
+			timedOut = true
+			sig, waitErr = e.terminate(sb, cmd, waited)
+		case <-ctx.Done():
+			cancelled = true
+			sig, waitErr = e.terminate(sb, cmd, waited)
+		}
 	}
 	gone := sb.reap(5 * time.Second)
 	hits := guard.close()
@@ -321,7 +353,12 @@ func (e *execution) start(ctx context.Context, l Layout) (Result, bool) {
 	if (!st.exec || st.execErr != "") && len(hits) == 0 {
 		res.Status, res.Reason = govern.StatusFailedToStart, govern.ReasonSpawnError
 		res.Message = firstNonEmpty(st.execErr, st.err, bwrapErr, fmt.Sprintf("the sandbox did not start (%v)", waitErr))
-		if timedOut {
+		switch {
+		case early && timedOut:
+			res.Message = fmt.Sprintf("the timeout (%v) expired while bubblewrap was setting the sandbox up, before the command started", s.Timeout())
+		case early:
+			res.Message = "the run was cancelled while bubblewrap was setting the sandbox up, before the command started"
+		case timedOut:
 			res.Message += "; the timeout expired before the command started"
 		}
 		// bubblewrap installs the filter just before it execs init: a

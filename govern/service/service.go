@@ -470,6 +470,13 @@ func (s bound) run(ctx context.Context, pr *prepared, live Output) Result {
 		counts[id] += n
 	}
 	stdout, stderr := out.buf.String(), errs.buf.String()
+	if len(r.MaskReplaced) > 0 {
+		// The host replaced a masked file while the run ran, and the run
+		// may have read the new one in the moment before it was killed:
+		// none of what it printed goes back (what was streamed live
+		// already has). The audit hashes what the agent got.
+		stdout, stderr = "", "[the run's output is withheld: "+strings.Join(r.MaskReplaced, ", ")+" changed on the host while it ran, and it was stopped]\n"
+	}
 	redactions := out.redactions() + errs.redactions()
 	s.metrics.Redactions(metrics.KindCredential, out.cred.Total()+errs.cred.Total())
 	for _, o := range []*outputStream{out, errs} {
@@ -493,6 +500,7 @@ func (s bound) run(ctx context.Context, pr *prepared, live Output) Result {
 		Stderr:         audit.Output{Redacted: []byte(stderr), Produced: r.Stderr.Bytes, Discarded: r.Stderr.Discarded, Truncated: r.Stderr.Truncated},
 		RedactionCount: redactions, Pins: a.Pins, PinMethod: audit.PinVerify, CredentialsInjected: r.CredentialsInjected,
 		Limits: limitsOf(r), ProtectedCreated: r.ProtectedCreated, ProtectedModified: r.ProtectedModified,
+		MaskReplaced: r.MaskReplaced,
 	}
 	for _, a := range r.ArgvRefused {
 		run.ArgvRefused = append(run.ArgvRefused, audit.ArgvRefusal{Program: a.Program, Argument: a.Argument, Credential: a.Credential})
