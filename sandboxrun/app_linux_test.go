@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -32,11 +33,13 @@ func TestProbeCommand(t *testing.T) {
 func TestRunCommandFlags(t *testing.T) {
 	_, _, err := run(t, "run", "--spec-fd", "0", "--result-fd", "1")
 	var ec cli.ExitCoder
-	assert.Assert(t, err != nil)
-	assert.Check(t, is.ErrorType(err, &ec))
-	assert.Check(t, is.Contains(err.Error(), "two different descriptors above 2"))
-	_, _, err = run(t, "run")
-	assert.Check(t, is.ErrorContains(err, "spec-fd"))
+	assert.Assert(t, errors.As(err, &ec), "%v", err)
+	assert.Check(t, is.Equal(ec.ExitCode(), 2))
+	_, stderr, _ := run(t, "run", "--spec-fd", "0", "--result-fd", "1")
+	assert.Check(t, is.Contains(stderr, "two different descriptors above 2"))
+	_, stderr, err = run(t, "run")
+	assert.Check(t, err != nil)
+	assert.Check(t, is.Contains(stderr, "spec-fd"))
 }
 
 // A spec that is not JSON still gets a result, with the reason.
@@ -46,7 +49,7 @@ func TestRunSpecUndecodable(t *testing.T) {
 	assert.NilError(t, os.WriteFile(in, []byte("{not json"), 0o600))
 	f, err := os.Open(in)
 	assert.NilError(t, err)
-	r := runSpec(f)
+	r := sandbox.RunSpec(f)
 	assert.Check(t, is.Equal(r.Status, govern.StatusFailedToStart))
 	assert.Check(t, is.Equal(r.Reason, govern.ReasonSpawnError))
 	assert.Check(t, is.Contains(r.Message, "decoding the spec"))

@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -125,37 +123,11 @@ func median(d []time.Duration) float64 {
 	return float64(s[len(s)/2].Microseconds()) / 1000
 }
 
-// runSpecOnce runs one spec through the binary, as the executor would.
+// runSpecOnce runs one spec through the binary as the executor does
+// (sandbox.Spawn: a helper of its own, the spec in and the result out on
+// pipes).
 func runSpecOnce(bin string, spec *sandbox.Spec) error {
-	specR, specW, err := os.Pipe()
-	if err != nil {
-		return err
-	}
-	resR, resW, err := os.Pipe()
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command(bin, "run", "--spec-fd", "3", "--result-fd", "4")
-	cmd.Env = []string{}
-	cmd.ExtraFiles = []*os.File{specR, resW}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	specR.Close()
-	resW.Close()
-	go func() {
-		json.NewEncoder(specW).Encode(spec)
-		specW.Close()
-	}()
-	out, _ := io.ReadAll(resR)
-	resR.Close()
-	if err := cmd.Wait(); err != nil {
-		return err
-	}
-	var r sandbox.Result
-	if err := json.Unmarshal(out, &r); err != nil {
-		return fmt.Errorf("result %q: %w", out, err)
-	}
+	r := sandbox.Spawn(context.Background(), bin, spec, sandbox.Stdio{})
 	if r.Status.String() != "completed" || r.SandboxMode.String() != "bubblewrap" {
 		return fmt.Errorf("not a full-strength run: %+v", r)
 	}

@@ -20,12 +20,18 @@ import (
 )
 
 // TestMain lets the test binary play the parts the sandboxed tests need:
-// the sandbox's init (Run execs the helper inside the sandbox), a gateway
+// mitrity-sandboxrun (the executor spawns it per run) and the sandbox's
+// init (the helper execs itself inside the sandbox), a gateway
 // to SIGKILL mid-run, and an HTTP server inside a network namespace.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == sandbox.HelperInit {
-		sandbox.Init()
-		os.Exit(127)
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case sandbox.HelperInit:
+			sandbox.Init()
+			os.Exit(127)
+		case sandbox.HelperRun:
+			os.Exit(sandbox.HelperMain(os.Args[2:], os.Stderr))
+		}
 	}
 	switch os.Getenv("EXECUTOR_TEST_HELPER") {
 	case "gateway":

@@ -2,7 +2,6 @@ package executor
 
 import (
 	"context"
-	"github.com/mitrity/mitrity/govern/secretscan"
 	"io"
 	"os"
 	"time"
@@ -10,10 +9,11 @@ import (
 	"github.com/mitrity/mitrity/govern"
 	"github.com/mitrity/mitrity/govern/plan"
 	"github.com/mitrity/mitrity/govern/sandbox"
+	"github.com/mitrity/mitrity/govern/secretscan"
 )
 
-// runSandboxed runs p inside bubblewrap through govern/sandbox. The
-// sandbox binds the judged script bytes over their paths, materialises the
+// runSandboxed runs p inside bubblewrap in a new mitrity-sandboxrun
+// (sandbox.Spawn: the spec in, the result out, on pipes). The sandbox binds the judged script bytes over their paths, materialises the
 // credential files in a private tmpfs, enforces the timeout and limits,
 // and kills every process the command started when it ends.
 func (e *Executor) runSandboxed(ctx context.Context, p *plan.Plan, creds map[string]string, r Result, stdout, stderr io.Writer) (res Result) {
@@ -85,7 +85,9 @@ func (e *Executor) runSandboxed(ctx context.Context, p *plan.Plan, creds map[str
 		}
 	}
 	st.copy(stdout, stderr, p.OutputMaxBytes())
-	sres := sandbox.Run(ctx, spec, stdio, sandbox.WithHelper(e.sandbox.Helper))
+	// The supervisor runs in a helper of its own, started for this run
+	// alone: whatever happens to it cannot reach this process.
+	sres := sandbox.Spawn(ctx, e.sandbox.Helper, spec, stdio)
 	r.Stdout, r.Stderr = st.finish(2 * time.Second)
 
 	r.Status, r.Reason, r.Message, r.ExitCode = sres.Status, sres.Reason, sres.Message, sres.ExitCode

@@ -5,9 +5,10 @@ import (
 	"testing"
 )
 
-// TestMain lets the test binary serve as the sandbox helper: Run execs it
-// inside the sandbox as "init", the probe as "probe-seccomp"; a test runs
-// a spec as another user with it as "run-spec".
+// TestMain lets the test binary serve as the sandbox helper: Spawn runs it
+// as "run", Run execs it inside the sandbox as "init", the probe as
+// "probe-seccomp"; a test runs a spec as another user with it as
+// "run-spec".
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
@@ -21,6 +22,8 @@ func TestMain(m *testing.M) {
 			os.Exit(0)
 		case helperRunSpec:
 			runSpecChild()
+		case HelperRun:
+			os.Exit(HelperMain(os.Args[2:], os.Stderr))
 		}
 	}
 	code := m.Run()

@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"fmt"
+
 	"github.com/mitrity/mitrity/govern"
 )
 
@@ -93,4 +95,8 @@ type ArgvRefusal struct {
 	Program    string `json:"program"`
 	Argument   int    `json:"argument"`
 	Credential string `json:"credential"`
+}
+
+func notStarted(status govern.Status, reason govern.Reason, format string, args ...any) Result {
+	return Result{Status: status, Reason: reason, Message: fmt.Sprintf(format, args...)}
 }

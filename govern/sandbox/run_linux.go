@@ -69,10 +69,6 @@ func (e *execution) pass(f *os.File) int {
 	return 2 + len(e.extra)
 }
 
-func notStarted(status govern.Status, reason govern.Reason, format string, args ...any) Result {
-	return Result{Status: status, Reason: reason, Message: fmt.Sprintf(format, args...)}
-}
-
 func (e *execution) run(ctx context.Context) Result {
 	s := e.spec
 	if err := s.Validate(); err != nil {

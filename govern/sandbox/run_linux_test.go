@@ -65,6 +65,13 @@ func runIn(t *testing.T, ctx context.Context, s *Spec) runOut {
 // runWith runs s in-process with helper as the sandbox's init.
 func runWith(t *testing.T, ctx context.Context, s *Spec, helper string) runOut {
 	t.Helper()
+	return captured(t, func(stdio Stdio) Result { return Run(ctx, s, stdio, WithHelper(helper)) })
+}
+
+// captured runs run with files for stdout and stderr, and returns what
+// they got with the result.
+func captured(t *testing.T, run func(Stdio) Result) runOut {
+	t.Helper()
 	dir := t.TempDir()
 	out, err := os.Create(filepath.Join(dir, "stdout"))
 	assert.NilError(t, err)
@@ -72,7 +79,7 @@ func runWith(t *testing.T, ctx context.Context, s *Spec, helper string) runOut {
 	errf, err := os.Create(filepath.Join(dir, "stderr"))
 	assert.NilError(t, err)
 	defer errf.Close()
-	r := Run(ctx, s, Stdio{Stdout: out, Stderr: errf}, WithHelper(helper))
+	r := run(Stdio{Stdout: out, Stderr: errf})
 	o, _ := os.ReadFile(out.Name())
 	e, _ := os.ReadFile(errf.Name())
 	return runOut{Result: r, stdout: string(o), stderr: string(e)}
