@@ -17,6 +17,7 @@ import (
 	"github.com/mitrity/mitrity/govern/hold"
 	"github.com/mitrity/mitrity/govern/mcpserver"
 	"github.com/mitrity/mitrity/govern/metrics"
+	"github.com/mitrity/mitrity/govern/sandbox"
 	"github.com/mitrity/mitrity/govern/service"
 )
 
@@ -99,7 +100,7 @@ func runServe(c *cli.Context) error {
 	}
 
 	sock := filepath.Join(c.String("admin-dir"), fmt.Sprintf("serve-%d.sock", os.Getpid()))
-	if srv, err := hold.Listen(sock, svc.Pipeline().Holds()); err == nil {
+	if srv, err := hold.Listen(sock, svc.Pipeline().Holds(), sandbox.OnlyHost); err == nil {
 		defer srv.Close()
 	} else {
 		logger.Warn().Err(err).Msg("admin socket unavailable: a held call can only expire")

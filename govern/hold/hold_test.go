@@ -2,12 +2,14 @@ package hold
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/mitrity/mitrity/govern"
+	"github.com/mitrity/mitrity/govern/peer"
 )
 
 // When MITRITY_HOLD_PROBE names a socket, the test binary is a client run
@@ -68,7 +71,11 @@ func TestServerAndClient(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "admin")
 	q := New()
-	s, err := Listen(filepath.Join(dir, "gw.sock"), q)
+	var checked atomic.Int32
+	accept := func(peer.Peer) error { checked.Add(1); return nil }
+	_, err := Listen(filepath.Join(dir, "gw.sock"), q, nil)
+	assert.ErrorContains(t, err, "no peer check")
+	s, err := Listen(filepath.Join(dir, "gw.sock"), q, accept)
 	assert.NilError(t, err)
 	defer s.Close()
 	st, err := os.Stat(dir)
@@ -78,7 +85,7 @@ func TestServerAndClient(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Equal(t, st.Mode().Perm(), os.FileMode(0o600))
 	// A second server on the same live socket is refused.
-	_, err = Listen(filepath.Join(dir, "gw.sock"), q)
+	_, err = Listen(filepath.Join(dir, "gw.sock"), q, accept)
 	assert.ErrorContains(t, err, "another process")
 	// A stale socket file of a dead process is ignored by the client.
 	stale, err := net.Listen("unix", filepath.Join(dir, "stale.sock"))
@@ -100,6 +107,24 @@ func TestServerAndClient(t *testing.T) {
 	v := <-done
 	assert.Equal(t, v.Outcome, govern.Allow)
 	assert.Equal(t, v.By, fmt.Sprintf("uid:%d", os.Geteuid()))
+	assert.Assert(t, checked.Load() > 0, "the peer check was not consulted")
+}
+
+// TestPeerCheckRefuses: a connection the peer check refuses gets no answer
+// from the queue (the gateway's check refuses a process in a sandbox).
+func TestPeerCheckRefuses(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "admin")
+	q := New()
+	s, err := Listen(filepath.Join(dir, "gw.sock"), q, func(peer.Peer) error { return errors.New("a sandboxed peer") })
+	assert.NilError(t, err)
+	defer s.Close()
+	ctx := context.Background()
+	go q.Wait(ctx, Pending{Agent: "ci", Command: "make deploy"}, time.Minute)
+	assert.NilError(t, q.WaitPending(ctx, 1))
+	_, err = Client{Dir: dir}.List(ctx)
+	assert.Assert(t, err != nil, "a refused peer listed the holds")
+	assert.Equal(t, len(q.List()), 1)
 }
 
 // TestOtherUserRefused runs a client as another uid: with the default
@@ -115,7 +140,7 @@ func TestOtherUserRefused(t *testing.T) {
 	assert.NilError(t, os.Chmod(filepath.Dir(base), 0o755))
 	dir := filepath.Join(base, "admin")
 	sock := filepath.Join(dir, "gw.sock")
-	s, err := Listen(sock, New())
+	s, err := Listen(sock, New(), func(peer.Peer) error { return nil })
 	assert.NilError(t, err)
 	defer s.Close()
 	// The test binary's own directory is private: run a copy.

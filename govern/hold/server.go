@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/mitrity/mitrity/govern"
-	"github.com/mitrity/mitrity/govern/sandbox"
+	"github.com/mitrity/mitrity/govern/peer"
 	"github.com/mitrity/mitrity/govern/unixsock"
 )
 
@@ -28,15 +28,21 @@ type Server struct {
 }
 
 // Listen creates the socket at path (its directory is created 0700) and
-// serves q on it until Close.
-func Listen(path string, q *Queue) (*Server, error) {
+// serves q on it until Close. accept decides on each connection's peer
+// after its uid was checked (the gateway passes sandbox.OnlyHost: a
+// process inside a sandbox, with the gateway's uid, is refused); it is
+// required, so that no caller serves approvals to whatever shares the uid.
+func Listen(path string, q *Queue, accept func(peer.Peer) error) (*Server, error) {
+	if accept == nil {
+		return nil, errors.New("admin socket: no peer check given")
+	}
 	s := &Server{q: q}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/holds", s.list)
 	mux.HandleFunc("POST /v1/holds/{id}/{verdict}", s.answer)
 	// Approving a held call is the operator's: a process inside a sandbox
 	// (the same uid as the gateway) is refused, whatever reached it.
-	sock, err := unixsock.Listen(path, mux, unixsock.Options{Accept: sandbox.OnlyHost})
+	sock, err := unixsock.Listen(path, mux, unixsock.Options{Accept: accept})
 	if err != nil {
 		return nil, fmt.Errorf("admin %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -39,7 +40,7 @@ import (
 // the one that issued it.
 type Service struct {
 	gen     atomic.Pointer[generation]
-	audit   *audit.Writer
+	audit   Sink
 	builder audit.Builder
 	log     zerolog.Logger
 	// tickets hold the fixed plans of routed hook calls until the relay
@@ -60,7 +61,7 @@ type Service struct {
 type generation struct {
 	cfg      *config.Config
 	pipe     *pipeline.Pipeline
-	exec     *executor.Executor
+	exec     Runner
 	notifier *notify.Notifier
 	home     string
 	runAs    *plan.User
@@ -128,12 +129,27 @@ func (s *Service) reprobe(g *generation) *generation {
 	return &ng
 }
 
+// Runner runs a decided plan: the executor (govern/executor), which
+// spawns the sandbox helper and the egress proxy. Output goes to stdout
+// and stderr as it is produced; the result says what happened.
+type Runner interface {
+	Run(ctx context.Context, p *plan.Plan, mode govern.SandboxMode, creds map[string]string, stdout, stderr io.Writer) executor.Result
+}
+
+// Sink is where the service's audit events go: the audit log's writer
+// (govern/audit). Write returns once the event is durable, or an error.
+type Sink interface {
+	Write(ev *audit.Event) error
+	Reopen() error
+	Close() error
+}
+
 // Deps are the parts a Service is built from.
 type Deps struct {
 	Config   *config.Config
 	Pipeline *pipeline.Pipeline
-	Executor *executor.Executor
-	Audit    *audit.Writer
+	Executor Runner
+	Audit    Sink
 	Notifier *notify.Notifier
 	Logger   zerolog.Logger
 	// Home is HOME for commands.
@@ -408,9 +424,13 @@ func (s bound) prepare(ctx context.Context, st *pipeline.State) (*prepared, Resu
 		rec.Decision = d
 		m := mode
 		rec.Run = &audit.Run{Status: govern.StatusNeverRan, Reason: govern.ReasonSandboxUnavailable, SandboxMode: &m, TimeoutSeconds: ceiling}
-		id := s.write(rec)
+		id, err := s.record(rec)
+		text := "denied (sandbox_unavailable): " + d.Message
+		if err != nil {
+			text += unrecordedNote("refusal", err)
+		}
 		s.degraded(ctx, st, mode, govern.StatusNeverRan, id)
-		return nil, Result{Text: s.scrub.Scrub("denied (sandbox_unavailable): " + d.Message), IsError: true, Decision: d, Status: govern.StatusNeverRan,
+		return nil, Result{Text: s.scrub.Scrub(text), IsError: true, Decision: d, Status: govern.StatusNeverRan,
 			Structured: Structured{TimeoutSeconds: ceiling, SandboxMode: mode.String(), Reason: string(d.Reason), Status: govern.StatusNeverRan.String(), EventID: id}}
 	}
 	p, err := plan.New(plan.Spec{
@@ -601,7 +621,7 @@ func (s bound) run(ctx context.Context, pr *prepared, live Output) Result {
 			res.Text += s.scrub.Scrub(unrecordedNote("outcome", recErr))
 		}
 	} else if r.Status != govern.StatusCompleted {
-		res.Structured.Status = r.Status.String()
+		res.Structured.Status, res.Structured.Reason = r.Status.String(), string(r.Reason)
 	}
 	return res
 }
