@@ -37,42 +37,17 @@ type Stream struct {
 	Truncated bool
 }
 
-// Result is what one execution did.
+// Result is what one execution did: the sandbox helper's result (a run in
+// mode none fills the same shape), with what only the executor knows: the
+// streams as produced, the credentials injected and the egress proxy's
+// report. It is the one result type from a run up to the service, which
+// turns it into the audit record and into the agent's result.
 type Result struct {
-	Status govern.Status
-	// Reason is set for a status other than completed: pin_mismatch,
-	// concurrency_limit, spawn_error, sandbox_unavailable,
-	// cwd_outside_workspace.
-	Reason      govern.Reason
-	Message     string
-	SandboxMode govern.SandboxMode
-	ExitCode    *int // nil unless completed
-	Duration    time.Duration
-	TimedOut    bool
-	Stdout      Stream
-	Stderr      Stream
+	sandbox.Result
+	Stdout Stream
+	Stderr Stream
 	// CredentialsInjected lists credential ids, never values.
 	CredentialsInjected []string
-	// PinMethod says how the pinned scripts were held to their bytes.
-	PinMethod string
-	// DaemonKill reports whether every process the command started was
-	// killed when it ended (false in mode none: a process that calls
-	// setsid leaves the process group).
-	DaemonKill bool
-	// Limits says which bounds held, by the sandbox's account; nil in
-	// mode none, where none of them is enforced.
-	Limits *sandbox.LimitsEnforced
-	// ProtectedCreated lists protected paths the command created.
-	ProtectedCreated []string
-	// ProtectedModified lists protected paths whose content changed.
-	ProtectedModified []string
-	// ArgvRefused are the program starts the exec guard refused.
-	ArgvRefused []sandbox.ArgvRefusal
-	// CredentialWritten are files the run left holding a credential.
-	CredentialWritten []sandbox.WrittenCredential
-	// MaskReplaced are the masked paths the host replaced while the run
-	// ran (killed for it), by what they are, never a gateway file's path.
-	MaskReplaced []string
 	// Egress is the report of the run's mitrity-egressproxy: the counts and
 	// the first 16 distinct refused destinations, each with its reason
 	// (Egress.Denials, one DLP unauthorized_destination event each), in
@@ -84,6 +59,12 @@ type Result struct {
 	// died or hung. Connections were then refused, never let through.
 	EgressError string
 }
+
+// Duration is how long the run took.
+func (r *Result) Duration() time.Duration { return time.Duration(r.DurationMS) * time.Millisecond }
+
+// TimedOut reports whether the timeout ended the run.
+func (r *Result) TimedOut() bool { return r.Status == govern.StatusTimedOut }
 
 // Executor runs plans, at most MaxConcurrent at once.
 type Executor struct {
@@ -156,7 +137,8 @@ func New(maxConcurrent int, opts ...Option) *Executor {
 // the executor has a sandbox (WithSandbox). Any other mode is refused with
 // spawn_error rather than run without its isolation.
 func (e *Executor) Run(ctx context.Context, p *plan.Plan, mode govern.SandboxMode, creds map[string]string, stdout, stderr io.Writer) (res Result) {
-	r := Result{SandboxMode: mode}
+	var r Result
+	r.SandboxMode = mode
 	select {
 	case e.sem <- struct{}{}:
 		defer func() { <-e.sem }()
@@ -366,15 +348,16 @@ func (e *Executor) start(ctx context.Context, p *plan.Plan, env []string, r Resu
 		killedBy = "cancel"
 		waitErr = e.terminate(pgid, waited)
 	}
-	r.Duration = time.Since(started)
-	// Nothing the command started may outlive it.
+	r.DurationMS = time.Since(started).Milliseconds()
+	// Nothing the command started may outlive it (but a process that
+	// called setsid has left the group: mode none enforces no limit, and
+	// LimitsEnforced stays all false).
 	syscall.Kill(-pgid, syscall.SIGKILL)
 	r.Stdout, r.Stderr = st.finish(time.Second)
-	r.DaemonKill = false // mode none: a setsid'ed process escapes the group
 
 	switch {
 	case killedBy == "timeout":
-		r.Status, r.TimedOut = govern.StatusTimedOut, true
+		r.Status = govern.StatusTimedOut
 	case killedBy == "cancel":
 		r.Status, r.Message = govern.StatusKilled, "the call was cancelled"
 	default:

@@ -123,7 +123,7 @@ func TestTimeoutKillsTheGroup(t *testing.T) {
 	start := time.Now()
 	r, out, _ := run(t, New(1, WithKillGrace(200*time.Millisecond)), p, nil)
 	assert.Equal(t, r.Status, govern.StatusTimedOut)
-	assert.Assert(t, r.TimedOut)
+	assert.Assert(t, r.TimedOut())
 	assert.Assert(t, r.ExitCode == nil)
 	assert.Equal(t, out, "started\n")
 	assert.Assert(t, time.Since(start) < 5*time.Second)

@@ -90,18 +90,7 @@ func (e *Executor) runSandboxed(ctx context.Context, p *plan.Plan, creds map[str
 	sres := sandbox.Spawn(ctx, e.sandbox.Helper, spec, stdio)
 	r.Stdout, r.Stderr = st.finish(2 * time.Second)
 
-	r.Status, r.Reason, r.Message, r.ExitCode = sres.Status, sres.Reason, sres.Message, sres.ExitCode
-	r.Duration = time.Duration(sres.DurationMS) * time.Millisecond
-	r.TimedOut = sres.Status == govern.StatusTimedOut
-	if sres.SandboxMode.Valid() {
-		r.SandboxMode = sres.SandboxMode
-	}
-	r.PinMethod = sres.PinMethod
-	limits := sres.LimitsEnforced
-	r.Limits = &limits
-	r.DaemonKill = limits.DaemonKill.Enforced
-	r.ProtectedCreated, r.ProtectedModified, r.ArgvRefused = sres.ProtectedCreated, sres.ProtectedModified, sres.ArgvRefused
-	r.CredentialWritten, r.MaskReplaced = sres.CredentialWritten, sres.MaskReplaced
+	r.Result = sres
 	return r
 }
 

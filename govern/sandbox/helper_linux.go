@@ -86,10 +86,14 @@ func spawn(ctx context.Context, helper string, s *Spec, stdio Stdio) Result {
 	if stdio.Stderr != nil {
 		cmd.Stderr = stdio.Stderr
 	}
-	// The parent-death signal follows the thread that forks: keep it.
+	// The parent-death signal follows the thread that forks, and Go ends
+	// a thread whose locked goroutine returns (this package does so on
+	// purpose for its lookups as the sandbox's user): an unlocked thread
+	// could be taken by such a goroutine and end, and the helper with it.
+	// Hold it until the helper is gone.
 	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	err = cmd.Start()
-	runtime.UnlockOSThread()
 	specR.Close()
 	resW.Close()
 	if err != nil {

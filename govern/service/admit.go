@@ -46,7 +46,7 @@ func (s bound) admit(ctx context.Context, call govern.Call, uid int) Admission {
 
 func (s bound) admitting(ctx context.Context, call govern.Call, uid int) Admission {
 	call.ActionType, call.Tool, call.Surface = govern.ActionShellExecute, govern.ToolShellExecute, govern.SurfaceAgentHook
-	st, d := s.pipe.Decide(ctx, call)
+	st, d := s.pipe.Decide(ctx, call, s.host())
 	routing := st.Profile.BuiltinExecRouting
 	if d.Outcome == govern.Deny {
 		res := s.denied(ctx, call, st, d)
@@ -63,8 +63,8 @@ func (s bound) admitting(ctx context.Context, call govern.Call, uid int) Admissi
 	}
 	pr, res := s.prepare(ctx, st)
 	if pr == nil {
-		// No sandbox where one is required, or a plan that does not build:
-		// audited by prepare, and nothing will run.
+		// A plan that does not build: audited by prepare, and nothing
+		// will run.
 		return Admission{Decision: govern.Decision{Outcome: govern.Deny, Reason: govern.Reason(res.Structured.Reason), Stage: "executor", Message: res.Text},
 			Routing: routing, EventID: res.Structured.EventID}
 	}
@@ -137,11 +137,12 @@ func (s *Service) expired(t ticket.Ticket) {
 		fmt.Sprintf("the ticket issued at %s expired unredeemed at %s; nothing ran", t.Issued.UTC().Format(time.RFC3339), t.Expires.UTC().Format(time.RFC3339)))
 }
 
-// neverRan audits the execution half of a routed call that did not run.
-func (s *Service) neverRan(pr *prepared, reason govern.Reason, msg string) {
+// neverRan audits the execution half of a routed call that did not run,
+// and returns its event id ("" when it could not be written).
+func (s *Service) neverRan(pr *prepared, reason govern.Reason, msg string) string {
 	rec := pr.base
 	rec.Decision = govern.Decision{Outcome: govern.Allow, Reason: reason, Stage: "executor", Message: msg}
 	// No sandbox_mode: nothing was started, so no isolation is vouched for.
 	rec.Run = &audit.Run{Status: govern.StatusNeverRan, Reason: reason, TimeoutSeconds: pr.ceiling}
-	s.write(rec)
+	return s.write(rec)
 }

@@ -229,11 +229,16 @@ func (s *Service) Call(ctx context.Context, call govern.Call) Result { return s.
 
 func (s bound) call(ctx context.Context, call govern.Call) Result {
 	call.ActionType, call.Tool = govern.ActionShellExecute, govern.ToolShellExecute
-	st, d := s.pipe.Decide(ctx, call)
+	st, d := s.pipe.Decide(ctx, call, s.host())
 	if d.Outcome == govern.Deny {
 		return s.denied(ctx, call, st, d)
 	}
 	return s.execute(ctx, st, d)
+}
+
+// host is what the pipeline is told of the host this generation runs on.
+func (s bound) host() pipeline.Host {
+	return pipeline.Host{SandboxAvailable: s.backend.available, SandboxReason: s.backend.reason}
 }
 
 // Reject audits and returns a call refused before it reached the
@@ -253,11 +258,21 @@ func (s bound) reject(ctx context.Context, call govern.Call, reason govern.Reaso
 	return s.denied(ctx, call, nil, govern.Decision{Outcome: govern.Deny, Reason: reason, Stage: stage, Message: msg})
 }
 
-// denied audits a denial and returns it as the agent sees it.
+// denied audits a denial and returns it as the agent sees it. A call
+// refused for want of a sandbox also gets the card of the execution that
+// did not happen (never_ran, unavailable_denied) and the degraded notice.
 func (s bound) denied(ctx context.Context, call govern.Call, st *pipeline.State, d govern.Decision) Result {
 	rec := audit.Record{Call: call, Decision: d}
 	if st != nil {
 		rec.Analysis = st.Analysis
+	}
+	noSandbox := st != nil && d.Reason == govern.ReasonSandboxUnavailable
+	ceiling := 0
+	if noSandbox {
+		rec.WouldDeny = len(st.WouldDeny) > 0 // monitor mode let it this far
+		ceiling = int(s.timeout(st) / time.Second)
+		m := govern.SandboxUnavailableDenied
+		rec.Run = &audit.Run{Status: govern.StatusNeverRan, Reason: d.Reason, SandboxMode: &m, TimeoutSeconds: ceiling}
 	}
 	id, err := s.record(rec)
 	text := fmt.Sprintf("denied (%s): %s", d.Reason, d.Message)
@@ -265,8 +280,14 @@ func (s bound) denied(ctx context.Context, call govern.Call, st *pipeline.State,
 		text += unrecordedNote("refusal", err)
 	}
 	text = s.scrub.Scrub(text)
-	return Result{Text: text, IsError: true, Decision: d,
+	res := Result{Text: text, IsError: true, Decision: d,
 		Structured: Structured{Reason: string(d.Reason), EventID: id}}
+	if noSandbox {
+		s.degraded(ctx, st, govern.SandboxUnavailableDenied, govern.StatusNeverRan, id)
+		res.Status = govern.StatusNeverRan
+		res.Structured.TimeoutSeconds, res.Structured.SandboxMode, res.Structured.Status = ceiling, govern.SandboxUnavailableDenied.String(), govern.StatusNeverRan.String()
+	}
+	return res
 }
 
 // SetMetrics makes the service count what it audits into m.
@@ -418,20 +439,9 @@ func (s bound) prepare(ctx context.Context, st *pipeline.State) (*prepared, Resu
 		base.WouldDeny = true
 	}
 	if mode == govern.SandboxUnavailableDenied {
-		d := govern.Decision{Outcome: govern.Deny, Reason: govern.ReasonSandboxUnavailable, Stage: "executor",
-			Message: "no sandbox backend is available on this host (" + s.backend.reason + ") and the policy requires one (sandbox_required: true); nothing ran"}
-		rec := base
-		rec.Decision = d
-		m := mode
-		rec.Run = &audit.Run{Status: govern.StatusNeverRan, Reason: govern.ReasonSandboxUnavailable, SandboxMode: &m, TimeoutSeconds: ceiling}
-		id, err := s.record(rec)
-		text := "denied (sandbox_unavailable): " + d.Message
-		if err != nil {
-			text += unrecordedNote("refusal", err)
-		}
-		s.degraded(ctx, st, mode, govern.StatusNeverRan, id)
-		return nil, Result{Text: s.scrub.Scrub(text), IsError: true, Decision: d, Status: govern.StatusNeverRan,
-			Structured: Structured{TimeoutSeconds: ceiling, SandboxMode: mode.String(), Reason: string(d.Reason), Status: govern.StatusNeverRan.String(), EventID: id}}
+		// The pipeline's sandbox stage refuses such a call; this is that
+		// rule again, so that nothing runs unsandboxed whatever asked.
+		return nil, s.denied(ctx, st.Call, st, pipeline.SandboxDecision(st.Profile, s.host()))
 	}
 	p, err := plan.New(plan.Spec{
 		Shell: s.cfg.Exec.Shell, Dialect: a.Dialect, Command: a.Text, CommandSHA256: a.SHA256,
@@ -457,11 +467,13 @@ func (s bound) run(ctx context.Context, pr *prepared, live Output) Result {
 	a := st.Analysis
 	mode := pr.mode
 	if mode == govern.SandboxBubblewrap && !s.backend.available {
-		// The backend went away between admit and redeem.
+		// The backend went away between admit and redeem: the sandbox
+		// stage's rule, applied again at the start.
 		mode = s.mode(st.Profile)
-		if mode == govern.SandboxUnavailableDenied {
-			_, res := s.prepare(ctx, st)
-			return res
+		if d := pipeline.SandboxDecision(st.Profile, s.host()); d.Outcome == govern.Deny {
+			id := s.neverRan(pr, d.Reason, d.Message)
+			return Result{Text: s.scrub.Scrub(fmt.Sprintf("the command did not run (%s): %s", d.Reason, d.Message)), IsError: true, Decision: d,
+				Status: govern.StatusNeverRan, Structured: Structured{TimeoutSeconds: ceiling, Reason: string(d.Reason), Status: govern.StatusNeverRan.String(), EventID: id}}
 		}
 	}
 	secrets, err := s.fetch(ctx, p)
@@ -515,7 +527,7 @@ func (s bound) run(ctx context.Context, pr *prepared, live Output) Result {
 		// has no sandbox_mode (docs/audit.md).
 		stamp, shownMode = nil, ""
 	}
-	run := &audit.Run{Status: r.Status, Reason: r.Reason, SandboxMode: stamp, Duration: r.Duration, TimeoutSeconds: ceiling,
+	run := &audit.Run{Status: r.Status, Reason: r.Reason, SandboxMode: stamp, Duration: r.Duration(), TimeoutSeconds: ceiling,
 		Stdout:         audit.Output{Redacted: []byte(stdout), Produced: r.Stdout.Bytes, Discarded: r.Stdout.Discarded, Truncated: r.Stdout.Truncated},
 		Stderr:         audit.Output{Redacted: []byte(stderr), Produced: r.Stderr.Bytes, Discarded: r.Stderr.Discarded, Truncated: r.Stderr.Truncated},
 		RedactionCount: redactions, Pins: a.Pins, PinMethod: audit.PinVerify, CredentialsInjected: r.CredentialsInjected,
@@ -570,7 +582,7 @@ func (s bound) run(ctx context.Context, pr *prepared, live Output) Result {
 	if r.Stderr.Truncated {
 		stderr += fmt.Sprintf("\n[output truncated: %d bytes of stderr discarded]\n", r.Stderr.Discarded)
 	}
-	if r.TimedOut {
+	if r.TimedOut() {
 		stderr += fmt.Sprintf("\n[timed out after %ds: the command was sent SIGTERM, then SIGKILL]\n", ceiling)
 	}
 	var created []string
@@ -606,7 +618,7 @@ func (s bound) run(ctx context.Context, pr *prepared, live Output) Result {
 		stderr += s.scrub.Scrub(fmt.Sprintf("\n[this run's completion could not be recorded in the audit log (%v); its decision is event %s; the operator has been told through the gateway's log]\n", recErr, id))
 	}
 	res := Result{Stdout: stdout, Stderr: stderr, Decision: govern.Decision{Outcome: govern.Allow}, Status: r.Status,
-		Structured: Structured{ExitCode: r.ExitCode, DurationMs: r.Duration.Milliseconds(), TimeoutSeconds: ceiling, TimedOut: r.TimedOut,
+		Structured: Structured{ExitCode: r.ExitCode, DurationMs: r.DurationMS, TimeoutSeconds: ceiling, TimedOut: r.TimedOut(),
 			Truncated: truncated, SandboxMode: shownMode, RedactionCount: redactions, EventID: id,
 			ProtectedCreated: created}, Message: killedBecause}
 	res.Text = stdout
@@ -646,19 +658,14 @@ func (s *Service) destinationEvents(exec *audit.Event, r executor.Result, scrub 
 // limitsOf maps the sandbox's account of the limits onto the card; in mode
 // none nothing is enforced and every limit is reported false.
 func limitsOf(r executor.Result) map[audit.Limit]audit.LimitEnforcement {
-	m := map[audit.Limit]audit.LimitEnforcement{}
-	if r.Limits == nil {
-		return m
-	}
 	conv := func(l sandbox.Limit) audit.LimitEnforcement {
 		return audit.LimitEnforcement{Enforced: l.Enforced, Mechanism: audit.Mechanism(l.Mechanism)}
 	}
-	m[audit.LimitProcessCount] = conv(r.Limits.ProcessCount)
-	m[audit.LimitMemory] = conv(r.Limits.Memory)
-	m[audit.LimitTmpfsSize] = conv(r.Limits.TmpfsSize)
-	m[audit.LimitFileSize] = conv(r.Limits.FileSize)
-	m[audit.LimitDaemonKill] = conv(r.Limits.DaemonKill)
-	return m
+	l := r.LimitsEnforced
+	return map[audit.Limit]audit.LimitEnforcement{
+		audit.LimitProcessCount: conv(l.ProcessCount), audit.LimitMemory: conv(l.Memory), audit.LimitTmpfsSize: conv(l.TmpfsSize),
+		audit.LimitFileSize: conv(l.FileSize), audit.LimitDaemonKill: conv(l.DaemonKill),
+	}
 }
 
 // hostReason is the degradation's cause for a notification.

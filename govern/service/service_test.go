@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/rs/zerolog"
 	"gotest.tools/v3/assert"
@@ -21,6 +20,7 @@ import (
 	"github.com/mitrity/mitrity/govern/config"
 	"github.com/mitrity/mitrity/govern/executor"
 	"github.com/mitrity/mitrity/govern/plan"
+	"github.com/mitrity/mitrity/govern/sandbox"
 )
 
 // The service between the pipeline, the runner and the audit log, over a
@@ -126,7 +126,12 @@ func newTestService(t *testing.T, runner Runner, sink Sink, sandboxed bool) *Ser
 }
 
 func completed(code int) executor.Result {
-	return executor.Result{Status: govern.StatusCompleted, ExitCode: &code, Duration: time.Millisecond, DaemonKill: true}
+	return executor.Result{Result: sandbox.Result{Status: govern.StatusCompleted, ExitCode: &code, DurationMS: 1}}
+}
+
+// ended is a run that did not complete, as the executor reports it.
+func ended(status govern.Status, reason govern.Reason, msg string) executor.Result {
+	return executor.Result{Result: sandbox.Result{Status: status, Reason: reason, Message: msg}}
 }
 
 func TestCall(t *testing.T) {
@@ -160,20 +165,24 @@ func TestCall(t *testing.T) {
 		{name: "no sandbox where one is required", call: govern.Call{Command: "true"}, sandboxed: false,
 			events: 1, status: "never_ran", reason: govern.ReasonSandboxUnavailable, isError: true, text: []string{"sandbox_unavailable"}},
 		{name: "concurrency limit", call: govern.Call{Command: "true"}, sandboxed: true,
-			result: executor.Result{Status: govern.StatusNeverRan, Reason: govern.ReasonConcurrencyLimit, Message: "4 executions are already running"},
+			result: ended(govern.StatusNeverRan, govern.ReasonConcurrencyLimit, "4 executions are already running"),
 			ran:    true, events: 2, status: "never_ran", reason: govern.ReasonConcurrencyLimit, isError: true, text: []string{"concurrency_limit"}},
 		{name: "pin mismatch", call: govern.Call{Command: "true"}, sandboxed: true,
-			result: executor.Result{Status: govern.StatusNeverRan, Reason: govern.ReasonPinMismatch, Message: "x.sh changed since it was judged"},
+			result: ended(govern.StatusNeverRan, govern.ReasonPinMismatch, "x.sh changed since it was judged"),
 			ran:    true, events: 2, status: "never_ran", reason: govern.ReasonPinMismatch, isError: true, text: []string{"pin_mismatch", "x.sh changed"}},
 		{name: "helper cannot be spawned", call: govern.Call{Command: "true"}, sandboxed: true,
-			result: executor.Result{Status: govern.StatusFailedToStart, Reason: govern.ReasonSpawnError, Message: "the sandbox helper: starting /usr/bin/mitrity-sandboxrun: no such file"},
+			result: ended(govern.StatusFailedToStart, govern.ReasonSpawnError, "the sandbox helper: starting /usr/bin/mitrity-sandboxrun: no such file"),
 			ran:    true, events: 2, status: "failed_to_start", reason: govern.ReasonSpawnError, isError: true, text: []string{"did not run (spawn_error)"}},
 		{name: "helper dies mid-run", call: govern.Call{Command: "sleep 5"}, sandboxed: true,
-			result: executor.Result{Status: govern.StatusKilled, Reason: govern.ReasonSpawnError, Message: "the sandbox helper mitrity-sandboxrun ended without a result (signal: killed): the sandbox died with it"},
+			result: ended(govern.StatusKilled, govern.ReasonSpawnError, "the sandbox helper mitrity-sandboxrun ended without a result (signal: killed): the sandbox died with it"),
 			stdout: "partial\n", ran: true, events: 2, status: "killed", reason: govern.ReasonSpawnError, text: []string{"partial", "ended without a result"}},
 		{name: "egress proxy dies mid-run", call: govern.Call{Command: "curl https://allowed.invalid"}, sandboxed: true,
-			result: executor.Result{Status: govern.StatusKilled, Message: "the egress proxy exited during the run: the run was stopped", EgressError: "exit status 2"},
-			ran:    true, events: 2, status: "killed", text: []string{"egress proxy exited"}},
+			result: func() executor.Result {
+				r := ended(govern.StatusKilled, "", "the egress proxy exited during the run: the run was stopped")
+				r.EgressError = "exit status 2"
+				return r
+			}(),
+			ran: true, events: 2, status: "killed", text: []string{"egress proxy exited"}},
 		{name: "audit unavailable before the run: nothing runs", call: govern.Call{Command: "echo hi"}, sandboxed: true, fail: map[int]bool{1: true},
 			result: completed(0), events: 0, reason: govern.ReasonAuditUnavailable, isError: true, noID: true, text: []string{"audit_unavailable", "nothing ran"}},
 		{name: "audit fails after the run: the agent is told", call: govern.Call{Command: "echo hi"}, sandboxed: true, fail: map[int]bool{2: true},
