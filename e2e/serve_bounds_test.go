@@ -64,6 +64,7 @@ type gwOptions struct {
 	nofile        int // when set, the gateway's RLIMIT_NOFILE (soft and hard)
 	maxConcurrent int // exec.limits.max_concurrent; 0: the default (4)
 	args          []string
+	logLevel      string // the gateway's --log-level; "": error
 }
 
 // startHTTPGW serves w over Streamable HTTP on a free loopback port, as
@@ -87,7 +88,11 @@ func startHTTPGW(t testing.TB, w *world, o gwOptions) *httpGW {
 	s += "admission:\n  enabled: false\nadmin:\n  listen: " + admin + "\n"
 	must(t, os.WriteFile(w.cfg, []byte(s), 0o644))
 	addr := freePort(t)
-	args := append([]string{"--log-level", "error", "serve", "--http", addr, "--token-file", tokFile, "--grace", "1s",
+	level := o.logLevel
+	if level == "" {
+		level = "error"
+	}
+	args := append([]string{"--log-level", level, "serve", "--http", addr, "--token-file", tokFile, "--grace", "1s",
 		"--config", w.cfg, "--admin-dir", w.admin}, o.args...)
 	var cmd *exec.Cmd
 	if o.nofile > 0 {

@@ -74,13 +74,15 @@ func BenchmarkSandboxedStartup(b *testing.B) {
 		{"no_egress", run(bare)},
 		{"egress", run(proxied)},
 		{"first_conn", func() error {
-			px, err := e.prepareProxy([]string{"example.com"})
+			cfg := e.egressSettings()
+			cfg.Allow = []string{"example.com"}
+			px, err := egress.PrepareProcess(egress.ProcessOptions{Path: e.proxyPath, Config: cfg})
 			if err != nil {
 				return err
 			}
-			go px.watch(func() {})
+			go px.Watch(func() {})
 			start := time.Now()
-			c, err := net.Dial("unix", px.socket)
+			c, err := net.Dial("unix", px.Socket())
 			if err != nil {
 				return err
 			}
@@ -98,7 +100,7 @@ func BenchmarkSandboxedStartup(b *testing.B) {
 			}
 			first = append(first, time.Since(start))
 			start = time.Now()
-			_, err = px.stop()
+			_, err = px.Stop()
 			stop = append(stop, time.Since(start))
 			return err
 		}},

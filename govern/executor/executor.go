@@ -123,7 +123,7 @@ func New(maxConcurrent int, opts ...Option) *Executor {
 		o(e)
 	}
 	if !e.proxySet {
-		e.proxyPath = FindEgressProxy()
+		e.proxyPath = egress.FindBinary()
 	}
 	return e
 }
@@ -176,13 +176,13 @@ func (e *Executor) Run(ctx context.Context, p *plan.Plan, mode govern.SandboxMod
 	// per-run proxy as a sandboxed run, reached through a bridge on the
 	// host's loopback. An empty allowlist: no proxy, no variables.
 	if allow := p.Egress(); len(allow) > 0 {
-		proxy, pctx, finish, err := e.superviseProxy(ctx, allow)
+		socket, pctx, finish, err := e.superviseProxy(ctx, allow)
 		if err != nil {
 			r.Status, r.Reason, r.Message = govern.StatusFailedToStart, govern.ReasonSpawnError, "egress proxy: "+err.Error()
 			return r
 		}
 		defer func() { finish(&res) }() // after the return value is set
-		port, stopBridge, err := serveHostBridge(proxy.socket)
+		port, stopBridge, err := serveHostBridge(socket)
 		if err != nil {
 			r.Status, r.Reason, r.Message = govern.StatusFailedToStart, govern.ReasonSpawnError, "egress bridge: "+err.Error()
 			return r

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mitrity/mitrity/govern"
+	"github.com/mitrity/mitrity/govern/egress"
 	"github.com/mitrity/mitrity/govern/plan"
 	"github.com/mitrity/mitrity/govern/sandbox"
 	"github.com/mitrity/mitrity/govern/shell"
@@ -103,7 +104,7 @@ func egressProxyBin(t testing.TB) string {
 		if proxyBuildErr != nil {
 			return
 		}
-		proxyBin = filepath.Join(proxyBuildDir, EgressProxyName)
+		proxyBin = filepath.Join(proxyBuildDir, egress.BinaryName)
 		out, err := exec.Command("go", "build", "-o", proxyBin, "github.com/mitrity/mitrity/egressproxy").CombinedOutput()
 		if err != nil {
 			proxyBuildErr = fmt.Errorf("go build mitrity-egressproxy: %v\n%s", err, out)

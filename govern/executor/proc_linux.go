@@ -1,7 +1,6 @@
 package executor
 
 import (
-	"os/exec"
 	"runtime"
 	"syscall"
 )
@@ -16,18 +15,6 @@ import (
 func holdThread() (release func()) {
 	runtime.LockOSThread()
 	return runtime.UnlockOSThread
-}
-
-// startDying starts cmd so that the kernel SIGKILLs it when the gateway
-// dies, SIGKILL included: a helper never outlives the gateway that spawned
-// it. The signal is set before exec, so there is no window. The caller
-// holds its thread (holdThread) for as long as cmd runs.
-func startDying(cmd *exec.Cmd) error {
-	if cmd.SysProcAttr == nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{}
-	}
-	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
-	return cmd.Start()
 }
 
 // groupAttr puts the command of a mode-none run in its own process group,

@@ -60,14 +60,14 @@ func (e *Executor) runSandboxed(ctx context.Context, p *plan.Plan, creds map[str
 	// reached through the sandbox's loopback bridge. An empty allowlist is
 	// no network at all: no proxy, no bridge.
 	if allow := p.Egress(); len(allow) > 0 {
-		proxy, pctx, finish, err := e.superviseProxy(ctx, allow)
+		socket, pctx, finish, err := e.superviseProxy(ctx, allow)
 		if err != nil {
 			r.Status, r.Reason, r.Message = govern.StatusFailedToStart, govern.ReasonSpawnError, "egress proxy: "+err.Error()
 			return r
 		}
 		ctx = pctx
 		defer func() { finish(&res) }() // after the return value is set
-		spec.ProxySocket = proxy.socket
+		spec.ProxySocket = socket
 	}
 
 	st, err := newStreams()
@@ -92,14 +92,4 @@ func (e *Executor) runSandboxed(ctx context.Context, p *plan.Plan, creds map[str
 
 	r.Result = sres
 	return r
-}
-
-// isClosed reports whether ch is closed.
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
 }

@@ -119,7 +119,7 @@ func proxyChildren(ppid int) []int {
 		if len(f) < 2 || f[0] == "Z" || f[1] != strconv.Itoa(ppid) {
 			continue
 		}
-		if exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe")); err == nil && filepath.Base(exe) == EgressProxyName {
+		if exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe")); err == nil && filepath.Base(exe) == egress.BinaryName {
 			pids = append(pids, pid)
 		}
 	}
@@ -129,7 +129,7 @@ func proxyChildren(ppid int) []int {
 // egressDirs lists the proxy socket directories of this process.
 func egressDirs(t testing.TB) []string {
 	t.Helper()
-	m, err := filepath.Glob(filepath.Join(os.TempDir(), fmt.Sprintf("%s%d-*", proxyDirPrefix, os.Getpid())))
+	m, err := filepath.Glob(filepath.Join(os.TempDir(), fmt.Sprintf("%s%d-*", egress.ProcessDirPrefix, os.Getpid())))
 	assert.NilError(t, err)
 	return m
 }
@@ -603,38 +603,5 @@ curl -s -o /dev/null -w '%%{http_code}\n' --max-time 10 http://%[2]s/`, server, 
 			assert.Check(t, is.Equal(d.Reason, egress.ReasonRefusedAddress))
 			assert.Check(t, is.Equal(d.Category, egress.CategoryHostInterface))
 		})
-	}
-}
-
-// A SIGKILLed gateway cannot remove its runs' socket directories; the next
-// gateway sweeps them, and touches nothing else.
-func TestSweepStaleDirs(t *testing.T) {
-	tmp := t.TempDir()
-	dead := exec.Command("true")
-	assert.NilError(t, dead.Run())
-	deadPid := dead.Process.Pid
-	mk := func(name string, extra string) string {
-		d := filepath.Join(tmp, name)
-		assert.NilError(t, os.Mkdir(d, 0o700))
-		ln, err := listenPrivate(d)
-		assert.NilError(t, err)
-		ln.Close()
-		if extra != "" {
-			assert.NilError(t, os.WriteFile(filepath.Join(d, extra), nil, 0o600))
-		}
-		return d
-	}
-	stale := mk(fmt.Sprintf("mitrity-egress-%d-1", deadPid), "")
-	live := mk(fmt.Sprintf("mitrity-egress-%d-2", os.Getppid()), "")
-	mine := mk(fmt.Sprintf("mitrity-egress-%d-3", os.Getpid()), "")
-	other := mk(fmt.Sprintf("mitrity-egress-%d-4", deadPid), "notes.txt")
-	open := mk(fmt.Sprintf("mitrity-egress-%d-5", deadPid), "")
-	assert.NilError(t, os.Chmod(open, 0o755))
-	sweepStaleDirs(tmp)
-	_, err := os.Stat(stale)
-	assert.Check(t, os.IsNotExist(err), "a dead gateway's directory was kept")
-	for _, d := range []string{live, mine, other, open} {
-		_, err := os.Stat(d)
-		assert.Check(t, err, "%s was swept", d)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mitrity/mitrity/govern/audit"
 	"github.com/mitrity/mitrity/govern/config"
+	"github.com/mitrity/mitrity/govern/egress"
 	"github.com/mitrity/mitrity/govern/executor"
 	"github.com/mitrity/mitrity/govern/intel"
 	"github.com/mitrity/mitrity/govern/notify"
@@ -110,7 +111,7 @@ func build(cfg *config.Config, logger zerolog.Logger, extra []ownfiles.File, opt
 	if err := place.Check(own); err != nil {
 		return nil, fmt.Errorf("the gateway's own files are within reach of the commands it runs, refusing to start:\n%w", err)
 	}
-	g := &generation{cfg: cfg, home: home, runAs: runAs, own: own, place: place,
+	g := &generation{cfg: cfg, home: home, runAs: runAs, own: own, place: place, proxyLog: logger,
 		scrub: own.Scrubber(ownfiles.WritableRoots(cfg, pol))}
 	if cfg.ThreatIntel.Feed != "" {
 		feed, err := intel.NewWatcher(cfg.ThreatIntel.Feed, time.Duration(cfg.ThreatIntel.ReloadSeconds)*time.Second, logger)
@@ -160,7 +161,9 @@ func (g *generation) setBackend(b backend) {
 	g.backend.sandbox.DenyPaths = own.Paths(ownfiles.Configures, ownfiles.Keeps)
 	g.backend.sandbox.ReadOnlyPaths = own.Paths(ownfiles.Executes)
 	// The proxy enforces the host's egress settings in mode none too.
-	xopts := []executor.Option{executor.WithEgressSettings(egressConfig(g.cfg))}
+	xopts := []executor.Option{executor.WithEgressSettings(egressConfig(g.cfg)),
+		// Each run's proxy logs its decisions into the gateway's log.
+		executor.WithEgressProxyLog(egress.LogTo(g.proxyLog), egress.LogLevel(g.proxyLog))}
 	if g.backend.available {
 		xopts = append(xopts, executor.WithSandbox(g.backend.sandbox))
 	}

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/mitrity/mitrity/govern/config"
-	"github.com/mitrity/mitrity/govern/executor"
+	"github.com/mitrity/mitrity/govern/egress"
 	"github.com/mitrity/mitrity/govern/ownfiles"
 	"github.com/mitrity/mitrity/govern/plan"
 	"github.com/mitrity/mitrity/govern/policy"
@@ -21,7 +21,7 @@ func ownFiles(cfg *config.Config, extra []ownfiles.File) ownfiles.Set {
 	if self, err := os.Executable(); err == nil {
 		s.Add(ownfiles.File{Path: self, Role: ownfiles.Executes, What: "the gateway's own program"})
 	}
-	if p := executor.FindEgressProxy(); p != "" {
+	if p := egress.FindBinary(); p != "" {
 		s.Add(ownfiles.File{Path: p, Role: ownfiles.Executes, What: "mitrity-egressproxy"})
 	}
 	return s

@@ -81,6 +81,9 @@ type generation struct {
 	// agent (its own words, not the command's output).
 	scrub   *ownfiles.Scrubber
 	closers []func() error
+	// proxyLog is the gateway's logger, which every run's egress proxy
+	// logs into.
+	proxyLog zerolog.Logger
 }
 
 // bound is the service with the generation one call runs under.

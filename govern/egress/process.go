@@ -1,4 +1,4 @@
-package executor
+package egress
 
 import (
 	"bufio"
@@ -19,11 +19,16 @@ import (
 	"time"
 
 	"github.com/mitrity/mitrity/govern"
-	"github.com/mitrity/mitrity/govern/egress"
 )
 
-// EgressProxyName is the per-execution proxy binary the executor spawns.
-const EgressProxyName = "mitrity-egressproxy"
+// The client half of mitrity-egressproxy: the gateway's side of the
+// per-execution proxy whose server half is Serve (this package, run by the
+// mitrity-egressproxy binary). A Process is one execution's proxy: its
+// socket made before the sandbox looks for it, the process started at the
+// run's first connection, its report read when the run ends.
+
+// BinaryName is the per-execution proxy binary the gateway spawns.
+const BinaryName = "mitrity-egressproxy"
 
 const (
 	// proxyStopWait bounds how long a stopped proxy has to write its report
@@ -35,62 +40,29 @@ const (
 	// proxyLogTail is how much of the proxy's stderr is kept to explain a
 	// proxy that failed.
 	proxyLogTail = 4 << 10
+	// maxLogLine bounds one log line of the proxy.
+	maxLogLine = 64 << 10
 )
 
-// FindEgressProxy finds mitrity-egressproxy as the gateway finds its other
+// FindBinary finds mitrity-egressproxy as the gateway finds its other
 // helpers: beside the running binary (make build installs them together),
 // else in PATH. It returns "" when there is none.
-func FindEgressProxy() string {
+func FindBinary() string {
 	if self, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(self), EgressProxyName)
+		p := filepath.Join(filepath.Dir(self), BinaryName)
 		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
 			return p
 		}
 	}
-	if p, err := exec.LookPath(EgressProxyName); err == nil && filepath.IsAbs(p) {
+	if p, err := exec.LookPath(BinaryName); err == nil && filepath.IsAbs(p) {
 		return p
 	}
 	return ""
 }
 
-// WithEgressProxy names the mitrity-egressproxy binary. Without this option
-// New looks it up with FindEgressProxy. An empty path means there is none:
-// a plan with a non-empty allowlist then fails to start (spawn_error),
-// sandboxed or in mode none, rather than run without its proxy.
-func WithEgressProxy(path string) Option {
-	return func(e *Executor) { e.proxyPath, e.proxySet = path, true }
-}
-
-// WithEgressSettings sets the host's exec.egress settings (allowed ports,
-// denied and allowed private CIDRs) that every run's proxy starts from,
-// sandboxed or in mode none; each plan supplies its allowlist. Without it
-// a sandboxed run takes Sandbox.Egress, and a run in mode none the
-// defaults: ports 443 and 80, no CIDR denied or opened.
-func WithEgressSettings(cfg egress.Config) Option {
-	return func(e *Executor) { e.egress = &cfg }
-}
-
-// egressSettings are the host's settings a run's proxy starts from.
-func (e *Executor) egressSettings() egress.Config {
-	switch {
-	case e.egress != nil:
-		return *e.egress
-	case e.sandbox != nil:
-		return e.sandbox.Egress
-	}
-	return egress.Config{}
-}
-
-// WithEgressProxyLog sends the proxy's log lines (one egress.decision line
-// per decision, at level and above) to w. Without it they are only kept, the
-// last few KiB, to explain a proxy that failed.
-func WithEgressProxyLog(w io.Writer, level string) Option {
-	return func(e *Executor) { e.proxyLog, e.proxyLogLevel = w, level }
-}
-
-// proxyProc is the mitrity-egressproxy of one execution: its socket from
+// Process is the mitrity-egressproxy of one execution: its socket from
 // the start, its process from the first connection on.
-type proxyProc struct {
+type Process struct {
 	path, level string
 	conf        []byte
 	logTo       io.Writer
@@ -117,30 +89,42 @@ type proxyProc struct {
 	waitErr  error
 }
 
-// prepareProxy makes the socket of one execution's proxy: listening, in a
-// private directory, before the sandbox looks for it. The process is not
-// started yet: watch starts it when the run makes its first connection,
+// ProcessOptions are what one execution's proxy is started with.
+type ProcessOptions struct {
+	// Path is mitrity-egressproxy (FindBinary); "" is an error.
+	Path string
+	// Config is the host's settings with the run's allowlist.
+	Config Config
+	// Log receives the proxy's log lines (one egress.decision line per
+	// decision, at Level and above); nil: they are only kept, the last
+	// few KiB, to explain a proxy that failed. Level defaults to warn.
+	Log   io.Writer
+	Level string
+}
+
+// PrepareProcess makes the socket of one execution's proxy: listening, in
+// a private directory, before the sandbox looks for it. The process is not
+// started yet: Watch starts it when the run makes its first connection,
 // which waits in the backlog meanwhile. A command that never connects
 // (most do not) costs no proxy at all, and one that does pays the proxy's
 // start-up once the sandbox is up rather than beside bubblewrap's. What can
 // fail is checked now, so that a missing proxy never lets a command start.
-func (e *Executor) prepareProxy(allow []string) (*proxyProc, error) {
-	if e.proxyPath == "" {
-		return nil, errors.New(EgressProxyName + " was not found next to the gateway or in PATH; a plan with an egress allowlist needs it")
+func PrepareProcess(o ProcessOptions) (*Process, error) {
+	if o.Path == "" {
+		return nil, errors.New(BinaryName + " was not found next to the gateway or in PATH; a plan with an egress allowlist needs it")
 	}
-	cfg := e.egressSettings()
-	cfg.Allow = allow
+	cfg := o.Config
 	// A bad allowlist is this run's clear error, not a proxy that exits.
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if fi, err := os.Stat(e.proxyPath); err != nil {
-		return nil, fmt.Errorf("starting %s: %w", e.proxyPath, err)
+	if fi, err := os.Stat(o.Path); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", o.Path, err)
 	} else if !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0 {
-		return nil, fmt.Errorf("starting %s: permission denied: not an executable file", e.proxyPath)
+		return nil, fmt.Errorf("starting %s: permission denied: not an executable file", o.Path)
 	}
-	px := &proxyProc{
-		path: e.proxyPath, level: e.proxyLogLevel, logTo: e.proxyLog,
+	px := &Process{
+		path: o.Path, level: o.Level, logTo: o.Log,
 		watched: make(chan struct{}),
 		started: make(chan struct{}), reported: make(chan struct{}), exited: make(chan struct{}),
 		log: &tailBuffer{max: proxyLogTail},
@@ -159,7 +143,7 @@ func (e *Executor) prepareProxy(allow []string) (*proxyProc, error) {
 		return nil, err
 	}
 	sweepOnce.Do(func() { sweepStaleDirs(rt) })
-	if px.dir, err = os.MkdirTemp(rt, proxyDirPrefix+strconv.Itoa(os.Getpid())+"-"); err != nil {
+	if px.dir, err = os.MkdirTemp(rt, ProcessDirPrefix+strconv.Itoa(os.Getpid())+"-"); err != nil {
 		return nil, err
 	}
 	ln, err := listenPrivate(px.dir)
@@ -179,51 +163,70 @@ func (e *Executor) prepareProxy(allow []string) (*proxyProc, error) {
 	return px, nil
 }
 
-// superviseProxy prepares the proxy of a run whose allowlist is allow and
-// watches it. The proxy starts at the run's first connection; if it dies
-// (or cannot start) before the run ends, the returned context is cancelled:
-// the run's connections are refused either way, and a command that
-// expected a network should not carry on without it. finish, given the
-// run's result once the command has ended, stops the proxy and records its
-// report there, or why there is none.
-func (e *Executor) superviseProxy(ctx context.Context, allow []string) (px *proxyProc, runCtx context.Context, finish func(*Result), err error) {
-	if px, err = e.prepareProxy(allow); err != nil {
+// Socket is the proxy's socket, for the sandbox's bridge.
+func (px *Process) Socket() string { return px.socket }
+
+// ProcessOutcome is what became of a supervised proxy.
+type ProcessOutcome struct {
+	// Report is the proxy's account of the run; nil when it gave none
+	// (Error says why).
+	Report *Report
+	Error  string
+	// Died is set when the proxy ended (or could not start) before it was
+	// stopped: the run's context was cancelled for it.
+	Died bool
+}
+
+// SuperviseProcess prepares the proxy of a run and watches it. The proxy
+// starts at the run's first connection; if it dies (or cannot start)
+// before the run ends, the returned context is cancelled: the run's
+// connections are refused either way, and a command that expected a
+// network should not carry on without it. finish, called once the command
+// has ended, stops the proxy and says what became of it.
+func SuperviseProcess(ctx context.Context, o ProcessOptions) (px *Process, runCtx context.Context, finish func() ProcessOutcome, err error) {
+	if px, err = PrepareProcess(o); err != nil {
 		return nil, ctx, nil, err
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	stopped := make(chan struct{})
-	go px.watch(func() {
+	go px.Watch(func() {
 		select {
 		case <-stopped:
 		default:
 			cancel()
 		}
 	})
-	finish = func(res *Result) {
+	finish = func() ProcessOutcome {
 		defer cancel()
 		died := isClosed(px.exited)
 		close(stopped)
-		rep, err := px.stop()
-		res.Egress = rep
+		rep, err := px.Stop()
+		if died {
+			// Whatever it counted is lost.
+			return ProcessOutcome{Error: px.failure(), Died: true}
+		}
+		o := ProcessOutcome{Report: rep}
 		if err != nil {
-			res.EgressError = err.Error()
+			o.Error = err.Error()
 		}
-		if !died {
-			return
-		}
-		// The proxy ended (or could not start) before it was stopped:
-		// whatever it counted is lost, and the run was ended for it.
-		res.Egress, res.EgressError = nil, px.failure()
-		if res.Status == govern.StatusKilled {
-			res.Message = "ended because its egress proxy failed: " + res.EgressError
-		}
+		return o
 	}
 	return px, runCtx, finish, nil
 }
 
-// proxyDirPrefix starts the name of every run's socket directory, which
+// isClosed reports whether ch is closed.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// ProcessDirPrefix starts the name of every run's socket directory, which
 // goes on with the gateway's pid: mitrity-egress-<pid>-<random>.
-const proxyDirPrefix = "mitrity-egress-"
+const ProcessDirPrefix = "mitrity-egress-"
 
 var sweepOnce sync.Once
 
@@ -232,9 +235,9 @@ var sweepOnce sync.Once
 // could not. Only this user's private directories holding nothing but a
 // socket are touched; a directory whose pid was reused is left alone.
 func sweepStaleDirs(rt string) {
-	dirs, _ := filepath.Glob(filepath.Join(rt, proxyDirPrefix+"*-*"))
+	dirs, _ := filepath.Glob(filepath.Join(rt, ProcessDirPrefix+"*-*"))
 	for _, d := range dirs {
-		pidPart, _, ok := strings.Cut(strings.TrimPrefix(filepath.Base(d), proxyDirPrefix), "-")
+		pidPart, _, ok := strings.Cut(strings.TrimPrefix(filepath.Base(d), ProcessDirPrefix), "-")
 		pid, err := strconv.Atoi(pidPart)
 		if !ok || err != nil || pid <= 0 || pid == os.Getpid() || processExists(pid) {
 			continue
@@ -278,10 +281,10 @@ func listenPrivate(dir string) (*net.UnixListener, error) {
 	return ln, nil
 }
 
-// watch waits for the first connection on the socket, then launches the
-// proxy, unless stop came first. died is called if the proxy exits (or
+// Watch waits for the first connection on the socket, then launches the
+// proxy, unless Stop came first. died is called if the proxy exits (or
 // cannot start) before it is stopped.
-func (px *proxyProc) watch(died func()) {
+func (px *Process) Watch(died func()) {
 	defer close(px.watched)
 	rc, err := px.ln.SyscallConn()
 	if err == nil {
@@ -310,7 +313,7 @@ func (px *proxyProc) watch(died func()) {
 // launch starts the proxy on the socket and supervises it until it exits.
 // It runs on a goroutine of its own, which holds its thread for as long as
 // the proxy lives: the parent-death signal follows that thread.
-func (px *proxyProc) launch(died func()) {
+func (px *Process) launch(died func()) {
 	release := holdThread()
 	defer release()
 	if err := px.start(); err != nil {
@@ -339,7 +342,7 @@ func (px *proxyProc) launch(died func()) {
 // configuration pipe as stdin, the report pipe as stdout and a log pipe as
 // stderr. The gateway's copy of the socket is closed once the proxy holds
 // its own: from then on the socket lives exactly as long as the proxy.
-func (px *proxyProc) start() error {
+func (px *Process) start() error {
 	lnFile := px.ln
 	child := []*os.File{lnFile}
 	defer func() {
@@ -367,7 +370,7 @@ func (px *proxyProc) start() error {
 	child = append(child, logW)
 	px.cmd = &exec.Cmd{
 		Path: px.path,
-		Args: []string{EgressProxyName, "--log-level", px.level, "serve",
+		Args: []string{BinaryName, "--log-level", px.level, "serve",
 			"--listen-fd", "3", "--parent-pid", strconv.Itoa(os.Getpid())},
 		// Nothing of the gateway's: no proxy variables, no secrets. The
 		// processor count is the gateway's, so the proxy's runtime need not
@@ -390,7 +393,7 @@ func (px *proxyProc) start() error {
 }
 
 // noProcess settles the channels of a proxy that never ran.
-func (px *proxyProc) noProcess() {
+func (px *Process) noProcess() {
 	close(px.started)
 	close(px.reported)
 	close(px.exited)
@@ -398,7 +401,7 @@ func (px *proxyProc) noProcess() {
 
 // readOutput reads "ready", then the report line, and then drains stdout
 // to its end, so the proxy never blocks on a full pipe.
-func (px *proxyProc) readOutput() {
+func (px *Process) readOutput() {
 	defer px.outR.Close()
 	br := bufio.NewReader(io.LimitReader(px.outR, maxProxyOutput))
 	reported := func() {
@@ -422,22 +425,32 @@ func (px *proxyProc) readOutput() {
 	_, _ = io.Copy(io.Discard, px.outR)
 }
 
-func (px *proxyProc) readLog() {
+// readLog keeps the tail of the proxy's log and hands it on line by line,
+// one Write a line, so that the lines of concurrent runs' proxies never
+// interleave in the gateway's log.
+func (px *Process) readLog() {
 	defer px.logR.Close()
-	dst := io.Writer(px.log)
-	if px.logTo != nil {
-		dst = io.MultiWriter(px.log, px.logTo)
+	sc := bufio.NewScanner(px.logR)
+	sc.Buffer(make([]byte, 0, 4<<10), maxLogLine)
+	for sc.Scan() {
+		line := append(sc.Bytes(), '\n')
+		px.log.Write(line)
+		if px.logTo != nil {
+			px.logTo.Write(line)
+		}
 	}
-	_, _ = io.Copy(dst, px.logR)
+	// A line longer than maxLogLine ends the scan: drain the rest, so the
+	// proxy never blocks on a full pipe.
+	_, _ = io.Copy(io.Discard, px.logR)
 }
 
-// stop ends the proxy (closing its stdin is its stop signal) and returns
+// Stop ends the proxy (closing its stdin is its stop signal) and returns
 // its report as soon as the report line is in: the process exits right
 // after, on its own, still watched by launch. A proxy that does not report
 // in time is killed and gives none. A proxy never launched (no connection
 // was ever made) reports nothing allowed and nothing refused, which is the
 // truth. The socket's directory is removed.
-func (px *proxyProc) stop() (*egress.Report, error) {
+func (px *Process) Stop() (*Report, error) {
 	defer os.RemoveAll(px.dir)
 	px.mu.Lock()
 	px.closing = true
@@ -448,7 +461,7 @@ func (px *proxyProc) stop() (*egress.Report, error) {
 	px.mu.Unlock()
 	if !launched {
 		<-px.watched
-		return &egress.Report{DeniedHosts: []string{}, Denials: []egress.DeniedDestination{}}, nil
+		return &Report{DeniedHosts: []string{}, Denials: []DeniedDestination{}}, nil
 	}
 	t := time.NewTimer(proxyStopWait)
 	defer t.Stop()
@@ -473,30 +486,30 @@ func (px *proxyProc) stop() (*egress.Report, error) {
 }
 
 // report parses the report line.
-func (px *proxyProc) report() (*egress.Report, error) {
+func (px *Process) report() (*Report, error) {
 	if px.startErr != nil {
 		return nil, px.startErr
 	}
-	var rep egress.Report
+	var rep Report
 	line := bytes.TrimSpace(px.out.Bytes())
 	if err := json.Unmarshal(line, &rep); err != nil {
 		if isClosed(px.exited) && px.waitErr != nil {
-			return nil, fmt.Errorf("%s: %v%s", EgressProxyName, px.waitErr, px.log.said())
+			return nil, fmt.Errorf("%s: %v%s", BinaryName, px.waitErr, px.log.said())
 		}
-		return nil, fmt.Errorf("%s gave no report (%q)%s", EgressProxyName, truncate(string(line), 200), px.log.said())
+		return nil, fmt.Errorf("%s gave no report (%q)%s", BinaryName, truncate(string(line), 200), px.log.said())
 	}
 	return &rep, nil
 }
 
 // failure explains a proxy that ended before it was stopped.
-func (px *proxyProc) failure() string {
+func (px *Process) failure() string {
 	switch {
 	case px.startErr != nil:
 		return px.startErr.Error()
 	case px.waitErr != nil:
-		return fmt.Sprintf("%s exited: %v%s", EgressProxyName, px.waitErr, px.log.said())
+		return fmt.Sprintf("%s exited: %v%s", BinaryName, px.waitErr, px.log.said())
 	}
-	return EgressProxyName + " exited before it was stopped" + px.log.said()
+	return BinaryName + " exited before it was stopped" + px.log.said()
 }
 
 // tailBuffer keeps the last max bytes written to it.
