@@ -586,7 +586,7 @@ func TestAttackPinnedScriptSwapped(t *testing.T) {
 		id.own(t, ws)
 		sum := sha256.Sum256(judged)
 		s := id.spec(ws, `./deploy.sh; bash deploy.sh; sha256sum deploy.sh; echo swapped-again > deploy.sh 2>/dev/null || echo read-only`)
-		s.Pins = []sandbox.Pin{{Path: script, RealPath: script, SHA256: hex.EncodeToString(sum[:]), Bytes: judged}}
+		s.Pins = []govern.Pin{{Path: script, RealPath: script, SHA256: hex.EncodeToString(sum[:]), Bytes: judged}}
 		// The spec was built; then the script changes on disk.
 		assert.NilError(t, os.WriteFile(script, []byte("#!/bin/bash\necho SWAPPED\n"), 0o755))
 		o := id.run(t, s)
@@ -596,7 +596,7 @@ func TestAttackPinnedScriptSwapped(t *testing.T) {
 
 		// Bytes that do not hash to the judged digest: nothing runs.
 		s = id.spec(ws, `touch ran`)
-		s.Pins = []sandbox.Pin{{Path: script, RealPath: script, SHA256: hex.EncodeToString(sum[:]), Bytes: []byte("echo other")}}
+		s.Pins = []govern.Pin{{Path: script, RealPath: script, SHA256: hex.EncodeToString(sum[:]), Bytes: []byte("echo other")}}
 		o = id.run(t, s)
 		assert.Check(t, is.Equal(o.Status, govern.StatusNeverRan))
 		assert.Check(t, is.Equal(o.Reason, govern.ReasonPinMismatch))

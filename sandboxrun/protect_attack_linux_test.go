@@ -17,7 +17,6 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/mitrity/mitrity/govern"
-	"github.com/mitrity/mitrity/govern/sandbox"
 	"github.com/mitrity/mitrity/govern/secretscan"
 )
 
@@ -229,7 +228,7 @@ func TestAttackPinDetached(t *testing.T) {
 			pinned := id.spec(ws, `sleep 3; bash x.sh`)
 			sum := sha256.Sum256(judged)
 			x := filepath.Join(ws, "x.sh")
-			pinned.Pins = []sandbox.Pin{{Path: x, RealPath: x, SHA256: hex.EncodeToString(sum[:]), Bytes: judged}}
+			pinned.Pins = []govern.Pin{{Path: x, RealPath: x, SHA256: hex.EncodeToString(sum[:]), Bytes: judged}}
 			first, second := swap, pinned
 			if pinnedFirst {
 				first, second = pinned, swap

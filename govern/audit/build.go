@@ -57,7 +57,7 @@ type Run struct {
 	Stdout, Stderr Output
 	RedactionCount int
 	// Pins are the scripts the executor pinned; their Bytes are never read.
-	Pins      []shell.Pin
+	Pins      []govern.Pin
 	PinMethod PinMethod
 	// CredentialsInjected are the ids injected as env or files.
 	CredentialsInjected []string

@@ -55,7 +55,7 @@ func deployAnalysis() *shell.Analysis {
 				Kind: "external", Context: "script:/workspace/deploy.sh",
 				Redirects: []shell.Redirect{{Op: ">", Path: "/workspace/out.json", Write: true}}},
 		},
-		Pins: []shell.Pin{{Path: "/workspace/deploy.sh", RealPath: "/workspace/deploy.sh",
+		Pins: []govern.Pin{{Path: "/workspace/deploy.sh", RealPath: "/workspace/deploy.sh",
 			SHA256: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", Size: 412, Dialect: "bash",
 			Bytes: []byte("#!/bin/bash\ngit push origin \"$BRANCH\"\n")}},
 		Flags: []shell.Flag{{Kind: shell.FlagWritableExecutable, Detail: "/workspace/deploy.sh is inside a writable root"}},

@@ -43,9 +43,7 @@ func (e *Executor) runSandboxed(ctx context.Context, p *plan.Plan, creds map[str
 	for k, v := range env {
 		spec.Env = append(spec.Env, k+"="+v)
 	}
-	for _, pin := range p.Pins() {
-		spec.Pins = append(spec.Pins, sandbox.Pin{Path: pin.Path, RealPath: pin.RealPath, SHA256: pin.SHA256, Bytes: pin.Bytes})
-	}
+	spec.Pins = p.Pins()
 	if u := p.RunAs(); u != nil {
 		spec.RunAs = &sandbox.Identity{UID: u.UID, GID: u.GID}
 	}

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/mitrity/mitrity/govern"
 	"github.com/mitrity/mitrity/govern/shell"
 )
 
@@ -36,7 +37,7 @@ type Spec struct {
 	CredentialEnv   map[string]string
 	CredentialFiles map[string]string
 	CredentialDir   string
-	Pins            []shell.Pin
+	Pins            []govern.Pin
 	Stdin           []byte
 	Egress          []string // the destination allowlist
 	SandboxRequired bool
@@ -83,7 +84,7 @@ func New(spec Spec) (*Plan, error) {
 	c.Env = maps.Clone(spec.Env)
 	c.CredentialEnv = maps.Clone(spec.CredentialEnv)
 	c.CredentialFiles = maps.Clone(spec.CredentialFiles)
-	c.Pins = make([]shell.Pin, len(spec.Pins))
+	c.Pins = make([]govern.Pin, len(spec.Pins))
 	for i, p := range spec.Pins {
 		p.Bytes = slices.Clone(p.Bytes)
 		c.Pins[i] = p
@@ -128,8 +129,8 @@ func (p *Plan) RunAs() *User {
 }
 
 // Pins returns copies of the pinned scripts, bytes included.
-func (p *Plan) Pins() []shell.Pin {
-	out := make([]shell.Pin, len(p.s.Pins))
+func (p *Plan) Pins() []govern.Pin {
+	out := make([]govern.Pin, len(p.s.Pins))
 	for i, pin := range p.s.Pins {
 		pin.Bytes = slices.Clone(pin.Bytes)
 		out[i] = pin
@@ -165,7 +166,7 @@ func (p *Plan) Hash() string {
 	return sha256Hex(b)
 }
 
-func pinHashes(pins []shell.Pin) []string {
+func pinHashes(pins []govern.Pin) []string {
 	out := make([]string, len(pins))
 	for i, p := range pins {
 		out[i] = p.Path + "@" + p.SHA256

@@ -6,13 +6,14 @@ import (
 
 	"gotest.tools/v3/assert"
 
+	"github.com/mitrity/mitrity/govern"
 	"github.com/mitrity/mitrity/govern/shell"
 )
 
 func valid() Spec {
 	return Spec{Shell: "/bin/bash", Dialect: shell.DialectBash, Command: "ls", CommandSHA256: "ab",
 		Cwd: "/w", WorkspaceRoots: []string{"/w"}, Timeout: time.Minute, OutputMaxBytes: 1024,
-		Env: map[string]string{"PATH": "/bin"}, Pins: []shell.Pin{{Path: "/w/x.sh", SHA256: "cd", Bytes: []byte("echo")}}}
+		Env: map[string]string{"PATH": "/bin"}, Pins: []govern.Pin{{Path: "/w/x.sh", SHA256: "cd", Bytes: []byte("echo")}}}
 }
 
 func TestImmutable(t *testing.T) {

@@ -16,6 +16,12 @@ import (
 // server is serve, and returns the port's address and the bridge's stop.
 func startBridge(t *testing.T, serve func(net.Conn)) (string, func()) {
 	t.Helper()
+	return startBridgeOn(t, "127.0.0.1:0", serve)
+}
+
+// startBridgeOn is startBridge listening on addr.
+func startBridgeOn(t *testing.T, addr string, serve func(net.Conn)) (string, func()) {
+	t.Helper()
 	sock := filepath.Join(t.TempDir(), "egress.sock")
 	uln, err := net.Listen("unix", sock)
 	assert.NilError(t, err)
@@ -32,7 +38,7 @@ func startBridge(t *testing.T, serve func(net.Conn)) (string, func()) {
 			}()
 		}
 	}()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", addr)
 	assert.NilError(t, err)
 	stop := ServeBridge(ln, sock)
 	t.Cleanup(stop)
@@ -77,7 +83,9 @@ func TestBridgeRelaysBothWays(t *testing.T) {
 // stop drops a connection that is still open, and the port takes no more.
 func TestBridgeStopDropsConnections(t *testing.T) {
 	t.Parallel()
-	addr, stop := startBridge(t, func(c net.Conn) { _, _ = io.Copy(c, c) })
+	// An address of its own on the loopback: once stop has freed the
+	// port, a parallel test's listener may take it on 127.0.0.1.
+	addr, stop := startBridgeOn(t, "127.77.0.1:0", func(c net.Conn) { _, _ = io.Copy(c, c) })
 	c, err := net.Dial("tcp", addr)
 	assert.NilError(t, err)
 	defer c.Close()

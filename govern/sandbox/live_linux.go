@@ -384,7 +384,7 @@ func findTool(name string) (string, error) {
 
 // heldPaths are a run's pinned paths inside its writable roots, with every
 // directory between the root and them: what no other run may rename.
-func heldPaths(pins []Pin, roots []string) []string {
+func heldPaths(pins []govern.Pin, roots []string) []string {
 	var out []string
 	for _, p := range pins {
 		for _, t := range []string{p.Path, p.RealPath} {

@@ -223,7 +223,7 @@ func TestAttackGatewayFilesBesideWorkspace(t *testing.T) {
 		}, "\n"))
 		s.WorkspaceRoots = []string{ws}
 		s.DenyPaths = []string{base + "/g.yaml", base + "/policy.yaml", base + "/hook.sh", base}
-		s.Pins = []Pin{{Path: base + "/hook.sh", RealPath: base + "/hook.sh", SHA256: hex.EncodeToString(sum[:]), Bytes: judged}}
+		s.Pins = []govern.Pin{{Path: base + "/hook.sh", RealPath: base + "/hook.sh", SHA256: hex.EncodeToString(sum[:]), Bytes: judged}}
 		assert.NilError(t, os.Chmod(ws, 0o777))
 		r := id.run(t, s)
 		assert.Check(t, is.Equal(r.Status, govern.StatusCompleted), r.Message)

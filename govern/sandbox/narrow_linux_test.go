@@ -167,7 +167,7 @@ func TestRunNarrowingRefusals(t *testing.T) {
 	assert.NilError(t, os.Chmod(script, 0o755))
 	sum := sha256.Sum256(judged)
 	s = shellSpec(ws, `bash `+script+` 2>/dev/null || echo HIDDEN`)
-	s.Pins = []Pin{{Path: script, RealPath: script, SHA256: hex.EncodeToString(sum[:]), Bytes: judged}}
+	s.Pins = []govern.Pin{{Path: script, RealPath: script, SHA256: hex.EncodeToString(sum[:]), Bytes: judged}}
 	s.Narrowing = &Narrowing{DenyRead: []string{base}}
 	r = runIn(t, context.Background(), s)
 	assert.Check(t, is.Equal(r.Status, govern.StatusCompleted), r.Message)

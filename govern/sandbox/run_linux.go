@@ -157,7 +157,7 @@ func nonEmpty(s string) []string {
 
 // verifyPins re-hashes every pin's bytes: what is bound over the path is
 // exactly what was judged, or nothing runs.
-func verifyPins(pins []Pin) error {
+func verifyPins(pins []govern.Pin) error {
 	for _, p := range pins {
 		sum := sha256.Sum256(p.Bytes)
 		if hex.EncodeToString(sum[:]) != strings.ToLower(p.SHA256) {

@@ -130,7 +130,7 @@ func TestRunPinnedScriptSwapped(t *testing.T) {
 	assert.NilError(t, os.Symlink(script, link))
 	sum := sha256.Sum256(judged)
 	s := shellSpec(ws, `bash ./run.sh; ./deploy.sh; cat deploy.sh`)
-	s.Pins = []Pin{{Path: link, RealPath: script, SHA256: hex.EncodeToString(sum[:]), Bytes: judged}}
+	s.Pins = []govern.Pin{{Path: link, RealPath: script, SHA256: hex.EncodeToString(sum[:]), Bytes: judged}}
 	// After the decision, the file changes on disk.
 	assert.NilError(t, os.WriteFile(script, []byte("echo SWAPPED\n"), 0o755))
 	r := runIn(t, context.Background(), s)
@@ -146,7 +146,7 @@ func TestRunPinMismatchRunsNothing(t *testing.T) {
 	t.Parallel()
 	ws := workspace(t)
 	s := shellSpec(ws, `touch ran`)
-	s.Pins = []Pin{{Path: ws + "/a.sh", RealPath: ws + "/a.sh", SHA256: sum0, Bytes: []byte("echo not empty")}}
+	s.Pins = []govern.Pin{{Path: ws + "/a.sh", RealPath: ws + "/a.sh", SHA256: sum0, Bytes: []byte("echo not empty")}}
 	r := runIn(t, context.Background(), s)
 	assert.Check(t, is.Equal(r.Status, govern.StatusNeverRan))
 	assert.Check(t, is.Equal(r.Reason, govern.ReasonPinMismatch))

@@ -2,12 +2,15 @@ package sandbox
 
 import (
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/mitrity/mitrity/govern/secretscan"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/mitrity/mitrity/govern"
+	"github.com/mitrity/mitrity/govern/secretscan"
 )
 
 // SeccompMode says whether the seccomp stage must, may or must not be
@@ -55,13 +58,43 @@ type Limits struct {
 // is a Go program and needs a few threads before it becomes the command.
 const MinPids = 16
 
-// Pin is a script judged at decision time: its bytes are bound read-only
-// over Path (and RealPath) inside the sandbox, whatever the disk holds now.
-type Pin struct {
-	Path     string `json:"path"`
-	RealPath string `json:"realpath"`
-	SHA256   string `json:"sha256"`
-	Bytes    []byte `json:"bytes"`
+// wirePin is a pin as the spec carries it to the helper: with its bytes,
+// which govern.Pin never serialises anywhere else.
+type wirePin struct {
+	govern.Pin
+	Bytes []byte `json:"bytes"`
+}
+
+// MarshalJSON writes the spec with each pin's bytes.
+func (s Spec) MarshalJSON() ([]byte, error) {
+	type plain Spec
+	w := struct {
+		plain
+		Pins []wirePin `json:"pins,omitempty"`
+	}{plain: plain(s)}
+	for _, p := range s.Pins {
+		w.Pins = append(w.Pins, wirePin{Pin: p, Bytes: p.Bytes})
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote.
+func (s *Spec) UnmarshalJSON(b []byte) error {
+	type plain Spec
+	var w struct {
+		plain
+		Pins []wirePin `json:"pins,omitempty"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*s = Spec(w.plain)
+	s.Pins = nil
+	for _, p := range w.Pins {
+		p.Pin.Bytes = p.Bytes
+		s.Pins = append(s.Pins, p.Pin)
+	}
+	return nil
 }
 
 // Identity is the unprivileged user a root caller runs the sandbox as.
@@ -106,8 +139,10 @@ type Spec struct {
 	// ProtectedExtra names paths, relative to each workspace root, kept
 	// read-only in addition to the built-in protected set.
 	ProtectedExtra []string `json:"protected_extra,omitempty"`
-	// Pins are the judged scripts.
-	Pins []Pin `json:"pins,omitempty"`
+	// Pins are the judged scripts: the bytes of each are bound read-only
+	// over Path (and RealPath) inside the sandbox, whatever the disk holds
+	// now.
+	Pins []govern.Pin `json:"pins,omitempty"`
 	// Credentials are the values injected into the run (through Env or
 	// CredFiles), by credential id: no process of the run may start
 	// another with one on its command line (the exec guard refuses it).

@@ -8,6 +8,8 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/mitrity/mitrity/govern"
 )
 
 const sum0 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" // sha256("")
@@ -18,7 +20,7 @@ func validSpec() *Spec {
 		Env:            []string{"PATH=/usr/bin:/bin", "EMPTY="},
 		Cwd:            "/work/ws/sub",
 		WorkspaceRoots: []string{"/work/ws"},
-		Pins:           []Pin{{Path: "/work/ws/a.sh", RealPath: "/work/ws/a.sh", SHA256: sum0}},
+		Pins:           []govern.Pin{{Path: "/work/ws/a.sh", RealPath: "/work/ws/a.sh", SHA256: sum0}},
 		CredFiles:      map[string]string{"token": "x"},
 		Seccomp:        SeccompPreferred,
 		Limits:         Limits{MemoryBytes: 1 << 28, Pids: 64, TmpfsBytes: 1 << 24, FileSizeBytes: 1 << 20, Nofile: 256},
@@ -106,5 +108,14 @@ func TestSpecJSON(t *testing.T) {
 	out, err := json.Marshal(&s)
 	assert.NilError(t, err)
 	assert.Check(t, strings.Contains(string(out), `"workspace_roots":["/w"]`))
+	// The pin's bytes travel in the spec, and nowhere else a pin is
+	// written (the analysis, the audit record).
+	assert.Check(t, strings.Contains(string(out), `"bytes":"ZWNobyBoaQo="`), string(out))
+	var back Spec
+	assert.NilError(t, json.Unmarshal(out, &back))
+	assert.Check(t, is.DeepEqual(back, s))
+	alone, err := json.Marshal(s.Pins[0])
+	assert.NilError(t, err)
+	assert.Check(t, !strings.Contains(string(alone), "ZWNobyBoaQo="), string(alone))
 	assert.Check(t, is.Equal((&Spec{}).KillGrace(), DefaultKillGrace))
 }

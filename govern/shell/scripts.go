@@ -12,6 +12,8 @@ import (
 
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/mitrity/mitrity/govern"
 )
 
 // scriptLookup is how a shell finds a script named without a slash.
@@ -307,7 +309,7 @@ func (w *walker) inspect(p string, d Dialect, pos Pos, fr frame) {
 		d = ""
 	}
 	sum := sha256.Sum256(body)
-	pin := Pin{Path: p, RealPath: real, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(body)), Dialect: string(d), Bytes: body}
+	pin := govern.Pin{Path: p, RealPath: real, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(body)), Dialect: string(d), Bytes: body}
 	if !w.pinned[p] {
 		w.pinned[p] = true
 		w.a.Pins = append(w.a.Pins, pin)

@@ -125,17 +125,6 @@ func (c Command) Name() string {
 	return c.Argv[0].Value
 }
 
-// Pin is a script the analyzer read and whose bytes the executor must run.
-type Pin struct {
-	Path     string `json:"path"`     // absolute path as the command names it
-	RealPath string `json:"realpath"` // after symlink resolution
-	SHA256   string `json:"sha256"`
-	Size     int64  `json:"size"`
-	Dialect  string `json:"dialect,omitempty"` // bash or sh when analysed, empty otherwise
-	// Bytes are kept for the executor; never serialised to audit output.
-	Bytes []byte `json:"-"`
-}
-
 // Link is a write-then-run pair: a file written by one command and then run
 // or sourced by a later one in the same text.
 type Link struct {
@@ -200,12 +189,12 @@ type Analysis struct {
 	Text   string `json:"-"`
 	SHA256 string `json:"sha256"`
 	// Credentials lists the credential ids referenced by ${credential:<id>}.
-	Credentials []string  `json:"credentials,omitempty"`
-	Commands    []Command `json:"commands"`
-	Pins        []Pin     `json:"pins,omitempty"`
-	Links       []Link    `json:"links,omitempty"`
-	Flags       []Flag    `json:"flags,omitempty"`
-	Denial      *Denial   `json:"denial,omitempty"`
+	Credentials []string     `json:"credentials,omitempty"`
+	Commands    []Command    `json:"commands"`
+	Pins        []govern.Pin `json:"pins,omitempty"`
+	Links       []Link       `json:"links,omitempty"`
+	Flags       []Flag       `json:"flags,omitempty"`
+	Denial      *Denial      `json:"denial,omitempty"`
 	// env is Input.Env: what the analysis assumed the call's environment
 	// holds (see Started).
 	env map[string]string
