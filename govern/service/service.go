@@ -454,10 +454,11 @@ func (s bound) prepare(ctx context.Context, st *pipeline.State) (*prepared, Resu
 		SandboxRequired: st.Profile.SandboxRequired, OutputMaxBytes: s.cfg.Exec.Limits.OutputMaxBytes,
 		RunAs: s.runAs,
 	})
+	pr := &prepared{b: s, st: st, plan: p, base: base, mode: mode, ceiling: ceiling}
 	if err != nil {
-		return nil, s.failed(ctx, st, base, mode, ceiling, err)
+		return nil, s.finish(ctx, pr, mode, notRun(govern.StatusFailedToStart, govern.ReasonSpawnError, err.Error()), nil, nil, nil)
 	}
-	return &prepared{b: s, st: st, plan: p, base: base, mode: mode, ceiling: ceiling}, Result{}
+	return pr, Result{}
 }
 
 // Output receives redacted output as it is produced: stream is "stdout" or
@@ -466,22 +467,19 @@ type Output func(stream string, p []byte)
 
 // run executes a prepared plan and audits the execution.
 func (s bound) run(ctx context.Context, pr *prepared, live Output) Result {
-	st, p, base, ceiling := pr.st, pr.plan, pr.base, pr.ceiling
-	a := st.Analysis
+	st, p := pr.st, pr.plan
 	mode := pr.mode
 	if mode == govern.SandboxBubblewrap && !s.backend.available {
 		// The backend went away between admit and redeem: the sandbox
 		// stage's rule, applied again at the start.
 		mode = s.mode(st.Profile)
 		if d := pipeline.SandboxDecision(st.Profile, s.host()); d.Outcome == govern.Deny {
-			id := s.neverRan(pr, d.Reason, d.Message)
-			return Result{Text: s.scrub.Scrub(fmt.Sprintf("the command did not run (%s): %s", d.Reason, d.Message)), IsError: true, Decision: d,
-				Status: govern.StatusNeverRan, Structured: Structured{TimeoutSeconds: ceiling, Reason: string(d.Reason), Status: govern.StatusNeverRan.String(), EventID: id}}
+			return s.finish(ctx, pr, mode, notRun(govern.StatusNeverRan, d.Reason, d.Message), nil, nil, nil)
 		}
 	}
 	secrets, err := s.fetch(ctx, p)
 	if err != nil {
-		return s.failed(ctx, st, base, mode, ceiling, err)
+		return s.finish(ctx, pr, mode, notRun(govern.StatusFailedToStart, govern.ReasonSpawnError, err.Error()), nil, nil, nil)
 	}
 	s.known.add(secrets...)
 	// Every value the gateway has, not only the run's own: a value
@@ -489,7 +487,7 @@ func (s bound) run(ctx context.Context, pr *prepared, live Output) Result {
 	// redactor for the output, the events and the refused destinations.
 	red, err := s.known.redactor()
 	if err != nil {
-		return s.failed(ctx, st, base, mode, ceiling, err)
+		return s.finish(ctx, pr, mode, notRun(govern.StatusFailedToStart, govern.ReasonSpawnError, err.Error()), nil, nil, nil)
 	}
 	bindings, _ := dlp.Bind(st.Profile.DLP.Bindings)
 	out := newOutputStream(red.Redactor, bindings, "stdout", live)
@@ -497,27 +495,58 @@ func (s bound) run(ctx context.Context, pr *prepared, live Output) Result {
 	r := s.exec.Run(ctx, p, mode, secretMap(secrets), out, errs)
 	out.Close()
 	errs.Close()
+	return s.finish(ctx, pr, mode, r, out, errs, red)
+}
+
+// notRun is the result of an execution the service did not start.
+func notRun(status govern.Status, reason govern.Reason, msg string) executor.Result {
+	return executor.Result{Result: sandbox.Result{Status: status, Reason: reason, Message: msg}}
+}
+
+// finish records what a decided call's execution did (or why it did not
+// run) and builds what the agent gets: the one place both are made for a
+// call that got past its decision. out and errs are nil when nothing ran;
+// red is nil when no redactor could be built (the event is then scrubbed
+// by a new one, or not written, and the agent is told).
+func (s bound) finish(ctx context.Context, pr *prepared, mode govern.SandboxMode, r executor.Result, out, errs *outputStream, red *redactor) Result {
+	st, base, ceiling := pr.st, pr.base, pr.ceiling
+	a := st.Analysis
+	var streams []*outputStream
+	if out != nil {
+		streams = []*outputStream{out, errs}
+	}
+	// What the command chose to name (a path, a program) may spell an
+	// injected credential.
+	redact := func(v string) string {
+		if red == nil {
+			return v
+		}
+		return red.Scrub(v)
+	}
 	counts := map[string]int{}
-	for id, n := range out.cred.Counts() {
-		counts[id] += n
+	var stdout, stderr string
+	redactions := 0
+	for i, o := range streams {
+		for id, n := range o.cred.Counts() {
+			counts[id] += n
+		}
+		if i == 0 {
+			stdout = o.buf.String()
+		} else {
+			stderr = o.buf.String()
+		}
+		redactions += o.redactions()
+		s.metrics.Redactions(metrics.KindCredential, o.cred.Total())
+		for name, n := range o.det.Counts() {
+			s.metrics.Redactions(metrics.DLPKind(name), n)
+		}
 	}
-	for id, n := range errs.cred.Counts() {
-		counts[id] += n
-	}
-	stdout, stderr := out.buf.String(), errs.buf.String()
 	if len(r.MaskReplaced) > 0 {
 		// The host replaced a masked file while the run ran, and the run
 		// may have read the new one in the moment before it was killed:
 		// none of what it printed goes back (what was streamed live
 		// already has). The audit hashes what the agent got.
 		stdout, stderr = "", "[the run's output is withheld: "+strings.Join(r.MaskReplaced, ", ")+" changed on the host while it ran, and it was stopped]\n"
-	}
-	redactions := out.redactions() + errs.redactions()
-	s.metrics.Redactions(metrics.KindCredential, out.cred.Total()+errs.cred.Total())
-	for _, o := range []*outputStream{out, errs} {
-		for name, n := range o.det.Counts() {
-			s.metrics.Redactions(metrics.DLPKind(name), n)
-		}
 	}
 	if r.SandboxMode.Valid() {
 		mode = r.SandboxMode // a preferred-seccomp run may have fallen back
@@ -554,7 +583,9 @@ func (s bound) run(ctx context.Context, pr *prepared, live Output) Result {
 	}
 	rec := base
 	rec.Run = run
-	rec.Scrub = red
+	if red != nil {
+		rec.Scrub = red
+	}
 	if r.Status != govern.StatusCompleted && (r.Reason != "" || r.Message != "") {
 		// Why it did not complete, in words (a dead egress proxy ends a
 		// run as killed with no reason code, only this message).
@@ -566,7 +597,7 @@ func (s bound) run(ctx context.Context, pr *prepared, live Output) Result {
 	id := base.LinkedEventID
 	if recErr == nil {
 		id = ev.ID
-		s.destinationEvents(ev, r, red)
+		s.destinationEvents(ev, r, rec.Scrub)
 	}
 	if r.EgressError != "" {
 		s.log.Warn().Str("event_id", id).Str("error", r.EgressError).Msg("the egress proxy gave no report: egress counts on the event are incomplete")
@@ -590,31 +621,27 @@ func (s bound) run(ctx context.Context, pr *prepared, live Output) Result {
 	}
 	var created []string
 	for _, p := range r.ProtectedCreated {
-		// A path the command chose may spell an injected credential.
-		b, _ := red.Redact([]byte(p))
-		created = append(created, string(b))
+		created = append(created, redact(p))
 	}
 	if len(created) > 0 {
 		stderr += fmt.Sprintf("\n[protected paths created, reported to the operator: %s]\n", strings.Join(created, ", "))
 	}
 	if n := len(r.ArgvRefused); n > 0 {
 		first := r.ArgvRefused[0]
-		prog, _ := red.Redact([]byte(first.Program))
+		prog := redact(first.Program)
 		stderr += fmt.Sprintf("\n[credential_in_argv: the sandbox refused %d program start(s) whose command line carried the injected credential %s (first: %s, argument %d); a credential reaches a program through its environment or a file under $MITRITY_CRED_DIR, never as an argument]\n",
 			n, first.Credential, prog, first.Argument)
 	}
 	if len(r.CredentialWritten) > 0 {
 		var paths []string
 		for _, w := range r.CredentialWritten {
-			b, _ := red.Redact([]byte(w.Path))
-			paths = append(paths, string(b)+" ("+w.Credential+")")
+			paths = append(paths, redact(w.Path)+" ("+w.Credential+")")
 		}
 		stderr += fmt.Sprintf("\n[the run left an injected credential in the workspace, reported to the operator: %s]\n", strings.Join(paths, ", "))
 	}
 	var killedBecause string
 	if r.Status == govern.StatusKilled && r.Message != "" {
-		b, _ := red.Redact([]byte(r.Message))
-		killedBecause = s.scrub.Scrub(string(b))
+		killedBecause = s.scrub.Scrub(redact(r.Message))
 		stderr += "\n[" + killedBecause + "]\n"
 	}
 	if recErr != nil {
@@ -677,22 +704,6 @@ func (s bound) hostReason(mode govern.SandboxMode) string {
 		return "the seccomp stage could not be installed (exec.sandbox.seccomp: preferred)"
 	}
 	return s.backend.reason
-}
-
-// failed audits and reports an execution that could not start.
-func (s bound) failed(ctx context.Context, st *pipeline.State, base audit.Record, mode govern.SandboxMode, ceiling int, err error) Result {
-	m := mode
-	rec := base
-	rec.Decision = govern.Decision{Outcome: govern.Allow, Reason: govern.ReasonSpawnError, Stage: "executor", Message: err.Error()}
-	rec.Run = &audit.Run{Status: govern.StatusFailedToStart, Reason: govern.ReasonSpawnError, SandboxMode: &m, TimeoutSeconds: ceiling}
-	id, werr := s.record(rec)
-	text := "the command could not start (spawn_error): " + err.Error()
-	if werr != nil {
-		id = base.LinkedEventID // the decision's, when it was recorded
-		text += unrecordedNote("outcome", werr)
-	}
-	return Result{Text: s.scrub.Scrub(text), IsError: true, Status: govern.StatusFailedToStart,
-		Structured: Structured{TimeoutSeconds: ceiling, SandboxMode: mode.String(), Reason: string(govern.ReasonSpawnError), Status: govern.StatusFailedToStart.String(), EventID: id}}
 }
 
 func (s bound) degraded(ctx context.Context, st *pipeline.State, mode govern.SandboxMode, status govern.Status, eventID string) {

@@ -107,7 +107,7 @@ func newTestService(t *testing.T, runner Runner, sink Sink, sandboxed bool) *Ser
 	t.Setenv("SERVICE_TEST_TOKEN", testToken)
 	yaml := "exec:\n  enabled: true\n  shell: /bin/bash\n  default_cwd: " + ws + "\n" + runAs +
 		"  sandbox:\n    backend: none\n  env:\n    agent_settable: [MODE]\n" +
-		"credentials:\n  github_token:\n    env: SERVICE_TEST_TOKEN\n" +
+		"credentials:\n  github_token:\n    env: SERVICE_TEST_TOKEN\n  missing_token:\n    env: SERVICE_TEST_MISSING\n" +
 		"policy: policy.yaml\naudit:\n  path: " + filepath.Join(dir, "audit.jsonl") + "\n"
 	cfgPath := filepath.Join(dir, "mitrity-gateway.yaml")
 	assert.NilError(t, os.WriteFile(cfgPath, []byte(yaml), 0o644))
@@ -170,6 +170,8 @@ func TestCall(t *testing.T) {
 		{name: "pin mismatch", call: govern.Call{Command: "true"}, sandboxed: true,
 			result: ended(govern.StatusNeverRan, govern.ReasonPinMismatch, "x.sh changed since it was judged"),
 			ran:    true, events: 2, status: "never_ran", reason: govern.ReasonPinMismatch, isError: true, text: []string{"pin_mismatch", "x.sh changed"}},
+		{name: "a credential that cannot be fetched: nothing runs", call: govern.Call{Agent: "ci", Command: "true", Env: map[string]string{"MODE": "${credential:missing_token}"}}, sandboxed: true,
+			result: completed(0), events: 2, status: "failed_to_start", reason: govern.ReasonSpawnError, isError: true, text: []string{"did not run (spawn_error)", "missing_token"}},
 		{name: "helper cannot be spawned", call: govern.Call{Command: "true"}, sandboxed: true,
 			result: ended(govern.StatusFailedToStart, govern.ReasonSpawnError, "the sandbox helper: starting /usr/bin/mitrity-sandboxrun: no such file"),
 			ran:    true, events: 2, status: "failed_to_start", reason: govern.ReasonSpawnError, isError: true, text: []string{"did not run (spawn_error)"}},
