@@ -125,6 +125,12 @@ type Layout struct {
 	RunBytes   int64
 	InfoFD     int
 	BlockFD    int // -1: none
+	// LifelineFD is bubblewrap's --json-status-fd: the write end of a
+	// pipe whose read end init holds. bubblewrap's outer process keeps it
+	// open for as long as it lives, so init can tell, right before it
+	// execs the command, that the process whose death kills the sandbox
+	// is still there. 0: none.
+	LifelineFD int
 	Cwd        string
 }
 
@@ -243,6 +249,9 @@ func BuildArgs(l Layout) []string {
 	}
 	if l.BlockFD >= 0 {
 		a = append(a, "--block-fd", fd(l.BlockFD))
+	}
+	if l.LifelineFD > 0 {
+		a = append(a, "--json-status-fd", fd(l.LifelineFD))
 	}
 	a = append(a, "--info-fd", fd(l.InfoFD), "--chdir", l.Cwd, "--", InsideInit)
 	return append(a, l.InitArgs...)

@@ -130,3 +130,45 @@ func childrenOf(pid int) []int {
 	}
 	return out
 }
+
+// TestHelperKilledDuringSetup: a helper killed at any moment of a run's
+// start (here every millisecond from 0 to 39 after it was spawned), which
+// is what a SIGKILLed gateway does to the runs it is starting, leaves no
+// process of the run on the host. bubblewrap arms the sandbox's
+// parent-death signal only when its setup is done; a helper killed during
+// the setup left the command to run as an orphan (5-8 of the 40 here)
+// until init learnt to check, right before it execs, that pid 1 is armed
+// and that bubblewrap's outer process is still there (the lifeline).
+func TestHelperKilledDuringSetup(t *testing.T) {
+	requireSandbox(t)
+	m := "spawn-setup-" + strconv.Itoa(os.Getpid())
+	s := shellSpec(workspace(t), `exec -a `+m+` sleep 60`)
+	for delay := range 40 {
+		done := make(chan runOut, 1)
+		go func() { done <- spawnIn(t, context.Background(), s) }()
+		time.Sleep(time.Duration(delay) * time.Millisecond)
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+			killed := false
+			for _, pid := range childrenOf(os.Getpid()) {
+				if cmd, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); strings.Contains(string(cmd), "--spec-fd") {
+					syscall.Kill(pid, syscall.SIGKILL)
+					killed = true
+				}
+			}
+			if killed || time.Now().After(deadline) {
+				break
+			}
+		}
+		<-done
+	}
+	var left []int
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if left = processesNamed(t, m); len(left) == 0 {
+			break
+		}
+	}
+	for _, pid := range left {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	assert.Check(t, is.Len(left, 0), "runs outlived their helper: %v", left)
+}

@@ -137,6 +137,24 @@ func (e *execution) start(ctx context.Context, l Layout) (Result, bool) {
 		e.parentOnly = append(e.parentOnly, blkW)
 		l.BlockFD = e.pass(blkR)
 	}
+	// The lifeline: both ends go to bubblewrap only (this process closes
+	// its copies once it started), the write end as its --json-status-fd,
+	// which its outer process alone keeps open; init holds the read end.
+	lifeR, lifeW, err := os.Pipe()
+	if err != nil {
+		return fail(err)
+	}
+	// A reader stays here: bubblewrap writes its exit status on the
+	// lifeline at the end, which with no reader left would be its SIGPIPE.
+	keep, err := unix.FcntlInt(lifeR.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		lifeR.Close()
+		lifeW.Close()
+		return fail(fmt.Errorf("lifeline: %w", err))
+	}
+	e.parentOnly = append(e.parentOnly, os.NewFile(uintptr(keep), "lifeline"))
+	lifeline, lifelineWriter := e.pass(lifeR), e.pass(lifeW)
+	l.LifelineFD = lifelineWriter
 
 	// The options go to bwrap on a descriptor (--args), not on its command
 	// line, which every local user can read in /proc: the masked paths
@@ -289,6 +307,8 @@ func (e *execution) start(ctx context.Context, l Layout) (Result, bool) {
 			Bridge:  bridgeEnd != nil,
 			GuardFD: guardFD,
 			Join:    joins,
+			// The numbers are bubblewrap's, which the sandbox keeps.
+			Lifeline: lifeline, LifelineWriter: lifelineWriter,
 		})
 		cfgW.Close()
 	}()

@@ -29,9 +29,10 @@ func Main() error {
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	unix.CloseOnExec(FDStatus)
 	status := os.NewFile(FDStatus, "status")
-	report := func(s Status) {
+	report := func(s Status) error {
 		b, _ := json.Marshal(s)
-		status.Write(append(b, '\n'))
+		_, err := status.Write(append(b, '\n'))
+		return err
 	}
 	fail := func(err error) error {
 		report(Status{Error: err.Error()})
@@ -47,6 +48,9 @@ func Main() error {
 	}
 	if len(cfg.Argv) == 0 {
 		return fail(errors.New("sandbox init: no command"))
+	}
+	if cfg.LifelineWriter > 0 {
+		unix.Close(cfg.LifelineWriter)
 	}
 	if len(cfg.Roots) > 0 {
 		// The directory itself, wherever the path led bubblewrap: getcwd
@@ -89,7 +93,23 @@ func Main() error {
 			return fail(fmt.Errorf("sandbox init: setrlimit %d: %w", rl.Resource, err))
 		}
 	}
-	report(Status{Seccomp: seccompField(), Exec: true, NotJoined: notJoined})
+	// Nothing may run that nobody would kill. bubblewrap arms the
+	// sandbox's parent-death signal (pid 1's, towards its outer process)
+	// only after its setup, when it forks this process; an outer process
+	// that died before that (its supervisor killed: a SIGKILLed gateway)
+	// leaves pid 1 armed towards nobody. So: wait until pid 1 is armed,
+	// then check the outer process is still there (the lifeline) and that
+	// the supervisor hears the last status line. After that, the outer
+	// process's death kills pid 1, and the whole sandbox with it.
+	if err := awaitArmedReaper(); err != nil {
+		return fail(err)
+	}
+	if err := lifelineHeld(cfg.Lifeline); err != nil {
+		return fail(err)
+	}
+	if err := report(Status{Seccomp: seccompField(), Exec: true, NotJoined: notJoined}); err != nil {
+		return fmt.Errorf("sandbox init: the supervisor is gone (%w): the command is not started", err)
+	}
 
 	if err := unix.Dup3(FDCommandStderr, 2, 0); err != nil {
 		return fail(fmt.Errorf("sandbox init: stderr: %w", err))

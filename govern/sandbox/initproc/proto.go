@@ -32,6 +32,14 @@ type Config struct {
 	// its listener out there, for the supervisor to check every command
 	// line of the run against the credentials injected into it.
 	GuardFD int `json:"guard_fd,omitempty"`
+	// Lifeline is the read end of a pipe whose only writer left is
+	// bubblewrap's outer process (its --json-status-fd), and
+	// LifelineWriter init's own inherited copy of the write end, which it
+	// closes at once. Right before the exec, a lifeline with no writer
+	// means that process is gone: nothing would kill the sandbox any more,
+	// and the command is not started. 0: none.
+	Lifeline       int `json:"lifeline,omitempty"`
+	LifelineWriter int `json:"lifeline_writer,omitempty"`
 }
 
 // Join is one cgroup v1 controller's per-execution cgroup.
