@@ -74,9 +74,7 @@ func newWorldBackend(t testing.TB, asUser bool, policyYAML, backend string) *wor
 	must(t, os.Chmod(w.ws, 0o777))
 	// The gateway finds its helpers beside itself.
 	for _, name := range []string{"mitrity-gateway", "mitrity-sandboxrun", "mitrity-sandboxinit", "mitrity-egressproxy"} {
-		b, err := os.ReadFile(binPath(t, name))
-		must(t, err)
-		must(t, os.WriteFile(filepath.Join(base, name), b, 0o755))
+		installBinary(t, binPath(t, name), filepath.Join(base, name))
 	}
 	runAs := ""
 	if asUser {
@@ -97,6 +95,18 @@ func newWorldBackend(t testing.TB, asUser bool, policyYAML, backend string) *wor
 		}
 	}
 	return w
+}
+
+// installBinary copies an executable with cp, so that the test process
+// never holds it open for writing: a child another test forks meanwhile
+// would inherit that descriptor until it execs, and an exec of the copy
+// in that moment fails with ETXTBSY ("text file busy").
+func installBinary(t testing.TB, src, dst string) {
+	t.Helper()
+	if out, err := exec.Command("cp", src, dst).CombinedOutput(); err != nil {
+		t.Fatalf("cp %s %s: %v: %s", src, dst, err, out)
+	}
+	must(t, os.Chmod(dst, 0o755))
 }
 
 func must(t testing.TB, err error) {

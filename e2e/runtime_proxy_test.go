@@ -742,9 +742,7 @@ func visibleInSandbox(t *testing.T, p string) string {
 	must(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	must(t, os.Chmod(dir, 0o755))
-	b, err := os.ReadFile(p)
-	must(t, err)
 	cp := filepath.Join(dir, filepath.Base(p))
-	must(t, os.WriteFile(cp, b, 0o755))
+	installBinary(t, p, cp)
 	return cp
 }

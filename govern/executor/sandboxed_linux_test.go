@@ -563,9 +563,10 @@ func TestSandboxedEgressAllowedPath(t *testing.T) {
 	assert.NilError(t, os.Chmod(filepath.Dir(base), 0o755))
 	assert.NilError(t, os.Chmod(base, 0o755))
 	helper := filepath.Join(base, "init-helper")
-	b, err := os.ReadFile(selfExe(t))
-	assert.NilError(t, err)
-	assert.NilError(t, os.WriteFile(helper, b, 0o755))
+	// cp writes it: a descriptor this process held open for writing would
+	// reach children forked meanwhile, and an exec of it fail (ETXTBSY).
+	out, err := exec.Command("cp", selfExe(t), helper).CombinedOutput()
+	assert.NilError(t, err, string(out))
 	ws := filepath.Join(base, "ws")
 	assert.NilError(t, os.Mkdir(ws, 0o777))
 	assert.NilError(t, os.Chmod(ws, 0o777))

@@ -146,10 +146,13 @@ func TestOtherUserRefused(t *testing.T) {
 	// The test binary's own directory is private: run a copy.
 	self, err := os.Executable()
 	assert.NilError(t, err)
-	b, err := os.ReadFile(self)
-	assert.NilError(t, err)
+	// cp writes the copy, never this process: a descriptor open for
+	// writing here would reach a child forked meanwhile, and an exec of
+	// the copy then fail with ETXTBSY.
 	client := filepath.Join(base, "client")
-	assert.NilError(t, os.WriteFile(client, b, 0o755))
+	out, err := exec.Command("cp", self, client).CombinedOutput()
+	assert.NilError(t, err, string(out))
+	assert.NilError(t, os.Chmod(client, 0o755))
 	probe := func() string {
 		cmd := exec.Command(client)
 		cmd.Env = []string{"MITRITY_HOLD_PROBE=" + sock}

@@ -55,12 +55,15 @@ func identities(t *testing.T) []identity {
 			return
 		}
 		testUsers.bin = filepath.Join(dir, "sandbox.test")
+		// cp writes the copy, never this process: a descriptor open for
+		// writing here would be inherited by a child forked meanwhile, and
+		// an exec of the copy then fails with ETXTBSY.
 		self, _ := os.Executable()
-		b, err := os.ReadFile(self)
-		if err == nil {
-			err = os.WriteFile(testUsers.bin, b, 0o755)
+		if out, err := exec.Command("cp", self, testUsers.bin).CombinedOutput(); err != nil {
+			testUsers.err = fmt.Errorf("cp: %v: %s", err, out)
+		} else {
+			testUsers.err = os.Chmod(testUsers.bin, 0o755)
 		}
-		testUsers.err = err
 	})
 	if testUsers.err != nil {
 		t.Fatal(testUsers.err)
