@@ -135,7 +135,10 @@ func (sc *scratch) scan(m *Matcher, buf []byte, from int, final bool, depth int,
 		if a.Start != b.Start {
 			return a.Start - b.Start
 		}
-		return b.End - a.End
+		if a.End != b.End {
+			return b.End - a.End
+		}
+		return a.Secret - b.Secret // the same span whatever order the scan found them in
 	})
 	merged := spans[:0]
 	for _, s := range spans {

@@ -56,3 +56,17 @@ func mayRun(w uint64) uint64 {
 func mayRunPunct(y uint64) uint64 {
 	return ((y+ge2b)&^(y+ge30)&(y<<7) | (y + ge7f)) & high
 }
+
+// runExact is runMask by way of mayRun: the control bytes and DEL that
+// mayRun takes are the bytes below 0x20 and 0x7f, which it turns down (a
+// byte x below 0x80 is 0x7f when x+1 has its high bit set).
+func runExact(w uint64) uint64 {
+	x := w & lo7
+	return mayRun(w) & (x + ge20) &^ (x + ones)
+}
+
+const ge20 = ones * (0x80 - 0x20)
+
+// mayRunSym is a superset of runMask, from symMask(w), sym: the symbols
+// and mayRunPunct's bytes.
+func mayRunSym(w, sym uint64) uint64 { return sym | mayRunPunct(w&lo7|fold8)&^w }

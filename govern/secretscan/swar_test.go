@@ -7,7 +7,8 @@ import (
 
 // TestMasks: the eight-bytes-at-a-time classes agree with the byte tables
 // for every byte in every position, next to every kind of neighbour
-// (carries must not cross bytes); mayRun is a superset of runMask.
+// (carries must not cross bytes); mayRun is a superset of runMask, and
+// runExact is runMask.
 func TestMasks(t *testing.T) {
 	t.Parallel()
 	for c := range 256 {
@@ -26,6 +27,12 @@ func TestMasks(t *testing.T) {
 					}
 					if got, want := runMask(w)&bit != 0, class[x]&clRun != 0; got != want {
 						t.Fatalf("runMask %#x at %d in %q: %v", x, i, b, got)
+					}
+					if got, want := runExact(w)&bit != 0, class[x]&clRun != 0; got != want {
+						t.Fatalf("runExact %#x at %d in %q: %v", x, i, b, got)
+					}
+					if class[x]&clRun != 0 && mayRunSym(w, symMask(w))&bit == 0 {
+						t.Fatalf("mayRunSym misses %#x at %d in %q", x, i, b)
 					}
 					if class[x]&clRun != 0 && mayRun(w)&bit == 0 {
 						t.Fatalf("mayRun misses %#x at %d in %q", x, i, b)

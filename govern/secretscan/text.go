@@ -1,6 +1,9 @@
 package secretscan
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"math/bits"
+)
 
 // textStride is how far apart, in bytes, the text is sampled. A match of
 // minLane symbols holds a sample whose next four symbols, and an 8-gram
@@ -21,9 +24,13 @@ const textStride = minLane - 3
 // that is k <= b-4. Then [k, k+4) lies in [a, b); and if k >= a+4, the
 // 8-gram [k-4, k+4) does, else [k, k+8) does (k+8 < a+12 <= b).
 //
-// A base64 run of minRun >= 2*textStride+7 characters holds the eight
-// bytes of one of every two consecutive samples, and the eight bytes
-// before or after those too: the samples find the runs as well.
+// The same samples find the base64 runs: a run of minRun >=
+// 2*textStride+7 characters holds the eight bytes of two consecutive
+// samples (the first begins at most textStride-1 bytes into it, the
+// second's word ends at most 2*textStride+7 bytes in), so a sample whose
+// word and the word before are both base64 characters has its run judged.
+// runAt reads the run by the exact byte class, so where the samples fall
+// does not change what is judged.
 func (sc *scratch) textMatches(m *Matcher, ix *index, buf []byte, final bool, depth int) {
 	skip := 0 // samples inside a match already found are not looked at
 	runs := depth < maxDepth
@@ -35,40 +42,46 @@ func (sc *scratch) textMatches(m *Matcher, ix *index, buf []byte, final bool, de
 	for si, seg := range sc.segs {
 		lo, hi := seg[0], seg[1]
 		open := si == len(sc.segs)-1 && hi == sc.end && !final // more may follow
-		if runs {
+		sc.run = runState{judged: -1, start: -1}
+		if runs && quad == nil {
 			sc.runSamples(m, buf, lo, hi, final, depth)
 		}
-		p := lo
-		for ; p+8 <= hi && quad != nil; p += textStride {
-			w := binary.LittleEndian.Uint64(buf[p : p+8 : p+8])
-			x := w & lo7
-			l := x | fold8
-			mask := ((x+ge30)&^(x+ge3a) | (l+ge61)&^(l+ge7b)) & high &^ w // symMask(w)
-			f := first4[(mask>>7*0x0102040810204080)>>56]
+		// prev: the word of the sample before is all base64; judged: the
+		// samples before it are in runs judged already.
+		p, prev, judged := lo, 0, lo
+		for quad != nil {
+			// Most samples are done in sampleRun; it stops at the others.
+			var f uint32
+			var st int
+			if p, f, st = sampleRun(buf[:hi], p, quad, qshift, runs, prev, judged); p+8 > hi {
+				break
+			}
+			prev = st & 1
+			if st&sampleRunStarts != 0 {
+				sc.runAt(m, buf, lo, hi, p-textStride, final, depth)
+				judged = max(sc.run.judged, sc.run.stop) + textStride
+				if f != 0 && !quadPasses(buf[p:p+8:p+8], f, quad, qshift) {
+					p += textStride
+					continue
+				}
+			}
 			if f == 0 {
 				// Fewer than four symbols here: the next ones, further on.
 				var at [4]int
-				if fourSymbols(buf, p, hi, &at) && at[0] < p+textStride && ix.maybeQuad(quadKey(buf, at[:])) {
+				if fourSymbolsNear(buf, p, hi, &at) && ix.maybeQuad(quadKey(buf, at[:])) {
 					skip = sc.textSample(ix, buf, lo, hi, open, at[0], skip)
 				}
-				continue
-			}
-			// The first four symbols of the eight bytes at p (the multiply
-			// gathers the mask's bits into a byte). Every iteration moves
-			// on by textStride, so the filter's loads of consecutive
-			// samples overlap.
-			t0, t1, t2, t3 := f&63, f>>6&63, f>>12&63, f>>18&63
-			key := uint64(byte(w>>t0)|0x20) | uint64(byte(w>>t1)|0x20)<<8 | uint64(byte(w>>t2)|0x20)<<16 | uint64(byte(w>>t3)|0x20)<<24
-			h := key * 0x9E3779B97F4A7C15
-			if b := bloomBits(h); quad[h>>qshift]&b == b && p+int(t0>>3) >= skip {
-				at := [12]int{4: p + int(t0>>3), 5: p + int(t1>>3), 6: p + int(t2>>3), 7: p + int(t3>>3)}
+			} else if p+int(f&63)>>3 >= skip {
+				// The first four symbols of the eight bytes at p passed.
+				at := [12]int{4: p + int(f&63)>>3, 5: p + int(f>>6&63)>>3, 6: p + int(f>>12&63)>>3, 7: p + int(f>>18&63)>>3}
 				skip = max(skip, sc.textSeed(ix, buf, lo, hi, open, &at))
 			}
+			p += textStride
 		}
 		for ; p < hi && quad != nil; p += textStride {
 			// The tail, shorter than a word.
 			var at [4]int
-			if fourSymbols(buf, p, hi, &at) && at[0] < p+textStride && ix.maybeQuad(quadKey(buf, at[:])) {
+			if fourSymbolsNear(buf, p, hi, &at) && ix.maybeQuad(quadKey(buf, at[:])) {
 				skip = sc.textSample(ix, buf, lo, hi, open, at[0], skip)
 			}
 		}
@@ -83,23 +96,79 @@ func (sc *scratch) textMatches(m *Matcher, ix *index, buf []byte, final bool, de
 	}
 }
 
-// runSamples reads every other sample of a segment for base64 runs. A run
-// of minRun >= 2*textStride+7 holds the eight bytes of one of every two
-// samples, and minRun-8 >= 28 more around them: both words next to them,
-// or 16 bytes on one side. Such a sample has its run judged.
+// sampleRun reads the samples of b from p on, textStride apart, for as
+// long as each has four symbols in its eight bytes whose folded 4-gram
+// fails the filter quad and, with runs set, does not start a base64 run
+// still to judge (its word and the word of the sample before, prev, are
+// base64, and it is at or past judged): most samples, in a loop of their
+// own, without branches but those, so that all it needs stays in
+// registers. It returns the first other sample (or where b has no more
+// words), its entry of first4 (0 when its word has fewer than four
+// symbols) and its state: bit 0 set when its word is base64, and
+// sampleRunStarts when it starts a run.
+func sampleRun(b []byte, p int, quad []uint64, qshift uint, runs bool, prev, judged int) (int, uint32, int) {
+	for ; p <= len(b)-8; p += textStride {
+		w := binary.LittleEndian.Uint64(b[p:])
+		x := w & lo7
+		l := x | fold8
+		mask := ((x+ge30)&^(x+ge3a) | (l+ge61)&^(l+ge7b)) & high &^ w // symMask(w)
+		// The multiply gathers the mask's bits into a byte.
+		f := first4[(mask>>7*0x0102040810204080)>>56]
+		full := 0
+		if runs {
+			// Base64, or a control byte or DEL that mayRunPunct takes:
+			// runAt turns those down.
+			full = b2i(mayRunSym(w, mask) == high)
+			if full&prev&b2i(p >= judged) != 0 {
+				return p, f, full | sampleRunStarts
+			}
+			prev = full
+		}
+		if f == 0 {
+			return p, 0, full
+		}
+		// Every iteration moves on by textStride, so the filter's loads
+		// of consecutive samples overlap.
+		key := uint64(byte(w>>(f&63))|0x20) | uint64(byte(w>>(f>>6&63))|0x20)<<8 | uint64(byte(w>>(f>>12&63))|0x20)<<16 | uint64(byte(w>>(f>>18&63))|0x20)<<24
+		h := key * 0x9E3779B97F4A7C15
+		if bb := bloomBits(h); quad[h>>qshift]&bb == bb {
+			return p, f, full
+		}
+	}
+	return p, 0, prev
+}
+
+const sampleRunStarts = 2
+
+// quadPasses is sampleRun's filter test of the word b, whose first four
+// symbols f gives.
+func quadPasses(b []byte, f uint32, quad []uint64, qshift uint) bool {
+	w := binary.LittleEndian.Uint64(b)
+	key := uint64(byte(w>>(f&63))|0x20) | uint64(byte(w>>(f>>6&63))|0x20)<<8 | uint64(byte(w>>(f>>12&63))|0x20)<<16 | uint64(byte(w>>(f>>18&63))|0x20)<<24
+	h := key * 0x9E3779B97F4A7C15
+	bb := bloomBits(h)
+	return quad[h>>qshift]&bb == bb
+}
+
+// runSamples reads a segment for base64 runs when there are no forms to
+// sample it for: the same samples, the same test.
 func (sc *scratch) runSamples(m *Matcher, buf []byte, lo, hi int, final bool, depth int) {
-	sc.run = runState{judged: -1, start: -1}
-	full := func(a int) bool {
-		return a >= lo && a+8 <= hi && mayRun(binary.LittleEndian.Uint64(buf[a:a+8])) == high
-	}
-	for p := lo; p+8 <= hi; p += 2 * textStride {
-		if p < sc.run.judged || mayRun(binary.LittleEndian.Uint64(buf[p:p+8:p+8])) != high {
-			continue
+	prev, judged := 0, lo
+	for p := lo; p+8 <= hi; p += textStride {
+		full := b2i(runExact(binary.LittleEndian.Uint64(buf[p:p+8:p+8])) == high)
+		if full&prev&b2i(p >= judged) != 0 {
+			sc.runAt(m, buf, lo, hi, p-textStride, final, depth)
+			judged = max(sc.run.judged, sc.run.stop) + textStride
 		}
-		if b, a := full(p-8), full(p+8); b && a || b && full(p-16) || a && full(p+16) {
-			sc.runAt(m, buf, lo, hi, p, final, depth)
-		}
+		prev = full
 	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // runState is what the samples of one segment know about base64 runs.
@@ -109,28 +178,43 @@ type runState struct {
 	stop   int // the end of the last run decoded
 }
 
-// runAt is called for a sample that, with the sample before and the bytes
-// between, lies in a base64 run: it judges the run, unless it did already.
+// runAt is called for a sample whose eight bytes are base64 characters:
+// it judges the run that holds them, unless it did already.
 func (sc *scratch) runAt(m *Matcher, buf []byte, lo, hi, p int, final bool, depth int) {
 	r := &sc.run
-	if p < r.judged || p < r.stop {
+	if p < r.judged || p < r.stop || runExact(binary.LittleEndian.Uint64(buf[p:p+8])) != high {
 		return
 	}
-	// Whole words first, by the cheaper superset of the class (a control
-	// byte in a word lets a run go on through it), then byte by byte.
+	// Word by word: a word that is not all base64 says how many of its
+	// bytes next to the run are. Byte by byte only near lo and hi. The run
+	// is the same whatever sample of it this is.
 	start := p
-	for start-8 >= lo && mayRun(binary.LittleEndian.Uint64(buf[start-8:])) == high {
+	for start-8 >= lo {
+		rm := runExact(binary.LittleEndian.Uint64(buf[start-8:]))
+		if rm != high {
+			start -= bits.LeadingZeros64(^rm&high) >> 3
+			break
+		}
 		start -= 8
 	}
-	for start > lo && class[buf[start-1]]&clRun != 0 {
-		start--
+	if start-8 < lo {
+		for start > lo && class[buf[start-1]]&clRun != 0 {
+			start--
+		}
 	}
 	stop, done := p+8, false
-	for stop+8 <= hi && mayRun(binary.LittleEndian.Uint64(buf[stop:])) == high {
+	for stop+8 <= hi {
+		rm := runExact(binary.LittleEndian.Uint64(buf[stop:]))
+		if rm != high {
+			stop += bits.TrailingZeros64(^rm&high) >> 3
+			break
+		}
 		stop += 8
 	}
-	for stop < hi && class[buf[stop]]&clRun != 0 {
-		stop++
+	if stop+8 > hi {
+		for stop < hi && class[buf[stop]]&clRun != 0 {
+			stop++
+		}
 	}
 	r.judged, r.start = stop, start
 	if start == lo && lo > 0 && class[buf[lo-1]]&clRun != 0 {
@@ -180,6 +264,33 @@ func fourSymbols(buf []byte, p, hi int, at *[4]int) bool {
 		}
 		if k > 0 && j-at[k-1]-1 > maxGap {
 			k = 0
+		}
+		at[k] = j
+		if k++; k == 4 {
+			return true
+		}
+	}
+	return false
+}
+
+// fourSymbolsNear is fourSymbols for the sample at p, when the first of
+// the four must lie in its own textStride bytes (past them, the next
+// sample finds the same four): it stops as soon as they cannot.
+func fourSymbolsNear(buf []byte, p, hi int, at *[4]int) bool {
+	k := 0
+	near := p + textStride
+	for j := p; j < hi; j++ {
+		if class[buf[j]]&clSym == 0 {
+			if k == 0 && j+1 >= near {
+				return false
+			}
+			continue
+		}
+		if k > 0 && j-at[k-1]-1 > maxGap {
+			k = 0
+		}
+		if k == 0 && j >= near {
+			return false
 		}
 		at[k] = j
 		if k++; k == 4 {
