@@ -71,7 +71,8 @@ FUZZ_TARGETS := govern/mcpserver:FuzzStdioFraming govern/mcpserver:FuzzHTTPEndpo
 	admission:FuzzAdmitRequest admission:FuzzRedeemRequest \
 	govern/shell:FuzzAnalyze govern/shell:FuzzAnalyzeCredentials govern/config:FuzzLoad \
 	govern/policy:FuzzParse hook/framework:FuzzParse govern/secretscan:FuzzFeed \
-	govern/dlp:FuzzCredentialStream govern/ownfiles:FuzzScrub govern/egress:FuzzParseEntry
+	govern/dlp:FuzzCredentialStream govern/ownfiles:FuzzScrub govern/egress:FuzzParseEntry \
+	govern/secretscan:FuzzSamplingAsReference
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		echo "fuzz $$t for $(FUZZTIME)"; \
