@@ -43,11 +43,23 @@ func New(spec Spec, stdout, stderr io.Writer) *cli.App {
 				Value: zerolog.InfoLevel.String(),
 				Usage: "log level: trace, debug, info, warn, error or disabled",
 			},
+			&cli.StringFlag{
+				Name:  "log-format",
+				Value: "text",
+				Usage: "log format: text (for a person) or json (one object a line, for a program reading it: the gateway reads its helpers' logs so)",
+			},
 		},
 		Before: func(c *cli.Context) error {
 			logger, err := NewLogger(stderr, c.String("log-level"))
 			if err != nil {
 				return err
+			}
+			switch f := c.String("log-format"); f {
+			case "text":
+			case "json":
+				logger = zerolog.New(stderr).Level(logger.GetLevel()).With().Timestamp().Logger()
+			default:
+				return fmt.Errorf("invalid --log-format %q: want text or json", f)
 			}
 			c.App.Metadata[metadataLogger] = logger
 			return nil

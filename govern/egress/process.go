@@ -370,7 +370,7 @@ func (px *Process) start() error {
 	child = append(child, logW)
 	px.cmd = &exec.Cmd{
 		Path: px.path,
-		Args: []string{BinaryName, "--log-level", px.level, "serve",
+		Args: []string{BinaryName, "--log-level", px.level, "--log-format", "json", "serve",
 			"--listen-fd", "3", "--parent-pid", strconv.Itoa(os.Getpid())},
 		// Nothing of the gateway's: no proxy variables, no secrets. The
 		// processor count is the gateway's, so the proxy's runtime need not
