@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"strconv"
@@ -78,14 +79,8 @@ func TestHelperKilledGatewayServes(t *testing.T) {
 // procsWithArg0 lists the host's processes whose argv[0] is name.
 func procsWithArg0(name string) []int {
 	var out []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if a0, _, _ := strings.Cut(string(b), "\x00"); a0 == name {
+	for pid, b := range procCmdlines() {
+		if a0, _, _ := bytes.Cut(b, []byte{0}); string(a0) == name {
 			out = append(out, pid)
 		}
 	}

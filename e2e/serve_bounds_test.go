@@ -570,18 +570,29 @@ func TestServeHTTPVanishingClient(t *testing.T) {
 
 // procsWith lists the processes whose command line contains s.
 func procsWith(s string) []string {
-	ents, _ := os.ReadDir("/proc")
 	var found []string
-	for _, e := range ents {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && bytes.Contains(b, []byte(s)) && !bytes.Contains(b, []byte("-test.")) {
-			found = append(found, e.Name()+": "+strings.ReplaceAll(string(b), "\x00", " "))
+	for pid, b := range procCmdlines() {
+		if bytes.Contains(b, []byte(s)) && !bytes.Contains(b, []byte("-test.")) {
+			found = append(found, strconv.Itoa(pid)+": "+strings.ReplaceAll(string(b), "\x00", " "))
 		}
 	}
 	return found
+}
+
+// procCmdlines is every host process's command line, by pid.
+func procCmdlines() map[int][]byte {
+	ents, _ := os.ReadDir("/proc")
+	out := map[int][]byte{}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil {
+			out[pid] = b
+		}
+	}
+	return out
 }
 
 // TestServeHTTPSessionLimit: sessions opened and never deleted stop at the

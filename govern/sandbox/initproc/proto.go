@@ -37,7 +37,7 @@ type Config struct {
 	// LifelineWriter init's own inherited copy of the write end, which it
 	// closes at once. Right before the exec, a lifeline with no writer
 	// means that process is gone: nothing would kill the sandbox any more,
-	// and the command is not started. 0: none.
+	// and the command is not started. Required.
 	Lifeline       int `json:"lifeline,omitempty"`
 	LifelineWriter int `json:"lifeline_writer,omitempty"`
 }

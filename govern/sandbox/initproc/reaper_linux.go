@@ -24,23 +24,20 @@ var wait4 = map[string]int{"amd64": 61, "arm64": 260}
 // parent-death signal (--die-with-parent) only after it forked this
 // process, just before that loop.
 //
-// /proc/1/syscall names the call pid 1 is blocked in. Where it cannot be
-// read (a kernel without it, a restricted /proc) there is nothing to wait
-// on, and init goes on: the residual window is documented.
+// /proc/1/syscall names the call pid 1 is blocked in. Where that cannot
+// be told (an architecture without a known number, a /proc that does not
+// show it), nothing says pid 1 is armed, and the command is not started.
 func awaitArmedReaper() error {
 	want, ok := wait4[runtime.GOARCH]
 	if !ok {
-		return nil
+		return fmt.Errorf("sandbox init: no way to tell that bubblewrap's pid 1 is armed on %s: the command is not started", runtime.GOARCH)
 	}
 	prefix := []byte(strconv.Itoa(want) + " ")
 	deadline := time.Now().Add(reaperWait)
 	for delay := 50 * time.Microsecond; ; delay = min(2*delay, 5*time.Millisecond) {
 		b, err := os.ReadFile("/proc/1/syscall")
 		if err != nil {
-			if errors.Is(err, os.ErrPermission) || errors.Is(err, os.ErrNotExist) {
-				return nil
-			}
-			return fmt.Errorf("sandbox init: reading pid 1's state: %w", err)
+			return fmt.Errorf("sandbox init: reading pid 1's state, to tell that bubblewrap armed its parent-death signal: %w: the command is not started", err)
 		}
 		if bytes.HasPrefix(b, prefix) {
 			return nil
@@ -56,7 +53,7 @@ func awaitArmedReaper() error {
 // only writer is bubblewrap's outer process) has no writer left.
 func lifelineHeld(fd int) error {
 	if fd <= 0 {
-		return nil
+		return errors.New("sandbox init: no lifeline was given: nothing says bubblewrap's outer process is there, so the command is not started")
 	}
 	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
 	for {
