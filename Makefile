@@ -65,7 +65,8 @@ test:
 # hook payloads, the credential redactor, the own-path scrubber), each for
 # FUZZTIME from its seed
 # corpus in testdata/fuzz; make test runs them. A failure leaves the input
-# in testdata/fuzz/<target>/ for the next run to replay.
+# in testdata/fuzz/<target>/ for the next run to replay; scripts/fuzz says
+# which one failure (a Go 1.26 coordinator race) it retries once.
 FUZZTIME ?= 10s
 FUZZ_TARGETS := govern/mcpserver:FuzzStdioFraming govern/mcpserver:FuzzHTTPEndpoint \
 	admission:FuzzAdmitRequest admission:FuzzRedeemRequest \
@@ -74,10 +75,7 @@ FUZZ_TARGETS := govern/mcpserver:FuzzStdioFraming govern/mcpserver:FuzzHTTPEndpo
 	govern/dlp:FuzzCredentialStream govern/ownfiles:FuzzScrub govern/egress:FuzzParseEntry \
 	govern/secretscan:FuzzSamplingAsReference
 fuzz:
-	@for t in $(FUZZ_TARGETS); do \
-		echo "fuzz $$t for $(FUZZTIME)"; \
-		go test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) $(MODULE)/$${t%%:*} || exit 1; \
-	done
+	@scripts/fuzz $(MODULE) $(FUZZTIME) $(FUZZ_TARGETS)
 
 # Benchmarks of every module, six runs each, for benchstat.
 bench:
