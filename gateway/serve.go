@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mitrity/mitrity/govern/cliapp"
+	"github.com/mitrity/mitrity/govern/config"
 	"github.com/mitrity/mitrity/govern/hold"
 	"github.com/mitrity/mitrity/govern/mcpserver"
 	"github.com/mitrity/mitrity/govern/metrics"
@@ -146,7 +147,8 @@ func runServe(c *cli.Context) error {
 
 	if addr == "" {
 		srv := mcpserver.New(mcpserver.Options{Service: svc, Enabled: cfg.Exec.Enabled, Agent: c.String("agent"),
-			Version: version, Logger: logger})
+			Version: version, Logger: logger, Upstreams: upstreamsOf(cfg, svc)})
+		startUpstreams(cfg, svc, srv)
 		logger.Info().Str("agent", c.String("agent")).Msg("serving MCP on stdio")
 		if err := srv.ServeStdio(ctx, mcpserver.StdioTransport(logger), grace); err != nil && ctx.Err() == nil {
 			return cli.Exit(fmt.Sprintf("serve: %v", err), 1)
@@ -166,7 +168,8 @@ func runServe(c *cli.Context) error {
 		limits.MaxConns = budget
 	}
 	srv := mcpserver.New(mcpserver.Options{Service: svc, Enabled: cfg.Exec.Enabled, Agent: c.String("agent"),
-		Version: version, Logger: logger, HTTP: limits, Metrics: m})
+		Version: version, Logger: logger, HTTP: limits, Metrics: m, Upstreams: upstreamsOf(cfg, svc)})
+	startUpstreams(cfg, svc, srv)
 	l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
 	if err != nil {
 		return cli.Exit(fmt.Sprintf("serve: %v", err), 1)
@@ -224,4 +227,26 @@ func httpLimits(c *cli.Context) (mcpserver.HTTPLimits, error) {
 		return l, fmt.Errorf("--session-idle-timeout %v: want at least 1s", l.SessionIdleTimeout)
 	}
 	return l, nil
+}
+
+// upstreamWait is how long serve waits for the upstreams' first connect
+// before it answers clients (a slow one is served once it is up).
+const upstreamWait = 15 * time.Second
+
+// upstreamsOf is the service as the MCP server's upstreams, when the
+// config names any.
+func upstreamsOf(cfg *config.Config, svc *service.Service) mcpserver.Upstreams {
+	if len(cfg.Upstreams) == 0 {
+		return nil
+	}
+	return svc
+}
+
+// startUpstreams connects the upstream servers and serves their tools.
+func startUpstreams(cfg *config.Config, svc *service.Service, srv *mcpserver.Server) {
+	if len(cfg.Upstreams) == 0 {
+		return
+	}
+	svc.SetVersion(version)
+	svc.StartUpstreams(srv.SyncUpstreamTools, func(name string) bool { return name == mcpserver.ToolName }, upstreamWait)
 }

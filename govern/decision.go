@@ -68,8 +68,10 @@ const (
 	SurfaceCLI       = "cli"        // mitrity-gateway exec
 )
 
-// Call is one request to run a shell command, as every surface (MCP tool
-// call, hook admission, the exec subcommand) presents it to the pipeline.
+// Call is one request, as every surface (MCP tool call, hook admission,
+// the exec subcommand) presents it to the pipeline: a shell command
+// (ActionType shell:execute) or a call of an upstream MCP server's tool
+// (ActionType mcp:<server>__<tool>, Server and Arguments set).
 type Call struct {
 	Agent      string
 	Tool       string // served tool name (shell__execute) or the framework's tool
@@ -82,4 +84,18 @@ type Call struct {
 	Env        map[string]string // agent-settable variables, values may hold ${credential:<id>}
 	// TimeoutSeconds is what the call asked for; 0 means the ceiling.
 	TimeoutSeconds int
+	// Server is the upstream MCP server of a proxied tool, UpstreamTool
+	// the tool's name there, and Arguments its arguments (a JSON object,
+	// as the agent sent them).
+	Server       string
+	UpstreamTool string
+	Arguments    []byte
 }
+
+// IsShell reports whether the call runs a shell command (the governed
+// shell's action type) rather than an upstream tool.
+func (c Call) IsShell() bool { return c.ActionType == ActionShellExecute }
+
+// ActionMCPPrefix starts the action type of every upstream tool:
+// mcp:<server>__<tool>.
+const ActionMCPPrefix = "mcp:"

@@ -78,6 +78,32 @@ const (
 
 func (r Reason) String() string { return string(r) }
 
+// Reasons of a proxied upstream MCP tool (mcp:<server>__<tool>).
+const (
+	// ReasonToolDefinitionChanged: the tool's definition (name,
+	// description, schemas, annotations) is not the one first seen or
+	// pinned; it is withheld until an operator approves the new one.
+	ReasonToolDefinitionChanged Reason = "tool_definition_changed"
+	// ReasonToolDescriptionInjection: the tool's description reads as a
+	// prompt injection; the tool is withheld.
+	ReasonToolDescriptionInjection Reason = "tool_description_injection"
+	// ReasonToolNameInvalid: the upstream's tool name cannot be served
+	// (not callable from a model API, too long, or colliding).
+	ReasonToolNameInvalid Reason = "tool_name_invalid"
+	// ReasonToolDefinitionInvalid: the upstream's definition cannot be
+	// served as it is (an input schema that is not a JSON object schema).
+	ReasonToolDefinitionInvalid Reason = "tool_definition_invalid"
+	// ReasonUpstreamUnavailable: the upstream server is down, crashed
+	// mid-call or answered with a protocol error.
+	ReasonUpstreamUnavailable Reason = "upstream_unavailable"
+	// ReasonUpstreamTimeout: the upstream did not answer within the
+	// call timeout; the call was cancelled upstream.
+	ReasonUpstreamTimeout Reason = "upstream_timeout"
+	// ReasonUpstreamRequestRefused: a request from an upstream to the
+	// client (sampling, elicitation, roots) the policy does not allow.
+	ReasonUpstreamRequestRefused Reason = "upstream_request_refused"
+)
+
 // Reasons lists the closed vocabulary, every reason once.
 func Reasons() []Reason {
 	return []Reason{
@@ -90,6 +116,8 @@ func Reasons() []Reason {
 		ReasonHoldDenied, ReasonHoldExpired, ReasonDLPArgument,
 		ReasonCredentialNotGranted, ReasonInvalidArgument, ReasonShuttingDown, ReasonAuditUnavailable,
 		ReasonTicketExpired, ReasonTicketRefused, ReasonUnauthorizedDestination,
+		ReasonToolDefinitionChanged, ReasonToolDescriptionInjection, ReasonToolNameInvalid, ReasonToolDefinitionInvalid,
+		ReasonUpstreamUnavailable, ReasonUpstreamTimeout, ReasonUpstreamRequestRefused,
 	}
 }
 

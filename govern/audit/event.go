@@ -73,6 +73,10 @@ type Data struct {
 	Execution *Execution `json:"execution,omitempty"`
 	// Destination is set on a DLP unauthorized_destination event only.
 	Destination *Destination `json:"destination,omitempty"`
+	// Upstream is the card of a call forwarded to an upstream MCP server;
+	// ToolDefinition a judged upstream tool definition.
+	Upstream       *UpstreamCall   `json:"upstream,omitempty"`
+	ToolDefinition *ToolDefinition `json:"tool_definition,omitempty"`
 }
 
 // Decision is the pipeline's verdict as recorded.
@@ -368,8 +372,22 @@ func (e *Event) Validate() error {
 			bad("type %s without an execution card", TypeExecution)
 		}
 	case TypeUnauthorizedDestination:
+	case TypeUpstreamCall:
+		if e.Data.Upstream == nil || e.Data.Execution != nil {
+			bad("type %s carries an upstream card and no execution card", TypeUpstreamCall)
+		}
+	case TypeToolDefinition:
+		if e.Data.ToolDefinition == nil {
+			bad("type %s without a tool definition", TypeToolDefinition)
+		}
 	default:
-		bad("type %q, want %s, %s or %s", e.Type, TypeDecision, TypeExecution, TypeUnauthorizedDestination)
+		bad("type %q, want %s, %s, %s, %s or %s", e.Type, TypeDecision, TypeExecution, TypeUnauthorizedDestination, TypeUpstreamCall, TypeToolDefinition)
+	}
+	if e.Data.Upstream != nil {
+		errs = append(errs, e.Data.Upstream.validate()...)
+	}
+	if e.Data.ToolDefinition != nil {
+		errs = append(errs, e.Data.ToolDefinition.validate()...)
 	}
 	errs = append(errs, e.validateDestination()...)
 	d := &e.Data

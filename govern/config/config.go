@@ -29,6 +29,8 @@ type Config struct {
 	ThreatIntel   ThreatIntel
 	Admission     Admission
 	Admin         Admin
+	// Upstreams are the MCP servers the gateway proxies, by name.
+	Upstreams map[string]Upstream
 
 	doc *yamlfile.Doc // positions for Validate; nil when built in code
 }

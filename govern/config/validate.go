@@ -45,6 +45,7 @@ var checks = []func(*validator){
 	checkNotifications,
 	checkAdmission,
 	checkAdmin,
+	checkUpstreams,
 }
 
 func (h host) validate(c *Config, errs *yamlfile.Errors) {

@@ -23,6 +23,7 @@ type wireConfig struct {
 	ThreatIntel   *wireThreatIntel           `yaml:"threat_intel"`
 	Admission     *wireAdmission             `yaml:"admission"`
 	Admin         *wireAdmin                 `yaml:"admin"`
+	Upstreams     map[string]*wireUpstream   `yaml:"upstreams"`
 }
 
 type wireAdmission struct {
@@ -203,6 +204,7 @@ func (c *Config) overlay(w *wireConfig, doc *yamlfile.Doc, dir string, errs *yam
 			c.Credentials[id] = s
 		}
 	}
+	c.Upstreams = upstreams(w.Upstreams, dir)
 	if w.Policy != nil {
 		c.Policy = resolve(dir, *w.Policy)
 	}

@@ -145,6 +145,27 @@ func (e *Executor) Run(ctx context.Context, p *plan.Plan, mode govern.SandboxMod
 	default:
 		return neverRan(r, govern.ReasonConcurrencyLimit, fmt.Sprintf("%d executions are already running; try again when one finishes", cap(e.sem)))
 	}
+	return e.run(ctx, p, mode, creds, runIO{stdout: stdout, stderr: stderr})
+}
+
+// Serve runs a long-lived program plan (an upstream MCP server) the same
+// way, with stdin read from in as it arrives: its stdin and stdout are
+// its protocol. It takes no max_concurrent slot (that bounds the agent's
+// commands) and returns when the program ends or ctx is cancelled.
+func (e *Executor) Serve(ctx context.Context, p *plan.Plan, mode govern.SandboxMode, creds map[string]string, in io.Reader, stdout, stderr io.Writer) Result {
+	return e.run(ctx, p, mode, creds, runIO{stdin: in, stdout: stdout, stderr: stderr})
+}
+
+// runIO are a run's streams: stdin, when set, is read as it arrives
+// (else the plan's bytes are the whole of it).
+type runIO struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+func (e *Executor) run(ctx context.Context, p *plan.Plan, mode govern.SandboxMode, creds map[string]string, rio runIO) (res Result) {
+	var r Result
+	r.SandboxMode = mode
 	sandboxed := mode == govern.SandboxBubblewrap || mode == govern.SandboxBubblewrapNoSeccomp
 	if mode != govern.SandboxNone && !(sandboxed && e.sandbox != nil) {
 		r.Status, r.Reason = govern.StatusFailedToStart, govern.ReasonSpawnError
@@ -155,7 +176,7 @@ func (e *Executor) Run(ctx context.Context, p *plan.Plan, mode govern.SandboxMod
 		return neverRan(r, govern.ReasonCwdOutsideWorkspace, err.Error())
 	}
 	if sandboxed {
-		return e.runSandboxed(ctx, p, creds, r, stdout, stderr)
+		return e.runSandboxed(ctx, p, creds, r, rio)
 	}
 	if err := checkPins(p); err != nil {
 		return neverRan(r, govern.ReasonPinMismatch, err.Error())
@@ -190,7 +211,7 @@ func (e *Executor) Run(ctx context.Context, p *plan.Plan, mode govern.SandboxMod
 		defer stopBridge() // before the proxy stops
 		ctx, env = pctx, proxyEnv(env, port)
 	}
-	return e.start(ctx, p, env, r, stdout, stderr)
+	return e.start(ctx, p, env, r, rio)
 }
 
 func neverRan(r Result, reason govern.Reason, msg string) Result {
@@ -297,13 +318,17 @@ func buildEnv(p *plan.Plan, creds map[string]string) (env []string, injected []s
 // argv is how the shell is invoked: no profile, no rc file, the judged
 // text as the -c operand.
 func argv(p *plan.Plan) []string {
+	if a := p.Argv(); len(a) > 0 {
+		return a
+	}
 	if filepath.Base(p.Shell()) == "bash" {
 		return []string{p.Shell(), "--noprofile", "--norc", "-c", p.Command()}
 	}
 	return []string{p.Shell(), "-c", p.Command()}
 }
 
-func (e *Executor) start(ctx context.Context, p *plan.Plan, env []string, r Result, stdout, stderr io.Writer) Result {
+func (e *Executor) start(ctx context.Context, p *plan.Plan, env []string, r Result, rio runIO) Result {
+	stdout, stderr := rio.stdout, rio.stderr
 	st, err := newStreams()
 	if err != nil {
 		r.Status, r.Reason, r.Message = govern.StatusFailedToStart, govern.ReasonSpawnError, err.Error()
@@ -313,6 +338,9 @@ func (e *Executor) start(ctx context.Context, p *plan.Plan, env []string, r Resu
 	cmd := &exec.Cmd{Path: args[0], Args: args, Env: env, Dir: p.Cwd(), Stdout: st.outW, Stderr: st.errW}
 	if in := p.Stdin(); in != nil {
 		cmd.Stdin = bytes.NewReader(in)
+	}
+	if rio.stdin != nil {
+		cmd.Stdin = rio.stdin
 	}
 	// Its own process group, so a timeout reaches every process it started;
 	// and dead with the gateway.

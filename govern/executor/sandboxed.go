@@ -16,7 +16,8 @@ import (
 // (sandbox.Spawn: the spec in, the result out, on pipes). The sandbox binds the judged script bytes over their paths, materialises the
 // credential files in a private tmpfs, enforces the timeout and limits,
 // and kills every process the command started when it ends.
-func (e *Executor) runSandboxed(ctx context.Context, p *plan.Plan, creds map[string]string, r Result, stdout, stderr io.Writer) (res Result) {
+func (e *Executor) runSandboxed(ctx context.Context, p *plan.Plan, creds map[string]string, r Result, rio runIO) (res Result) {
+	stdout, stderr := rio.stdout, rio.stderr
 	env := p.Env()
 	for name, id := range p.CredentialEnv() {
 		v, ok := creds[id]
@@ -74,11 +75,18 @@ func (e *Executor) runSandboxed(ctx context.Context, p *plan.Plan, creds map[str
 		return r
 	}
 	stdio := sandbox.Stdio{Stdout: st.outW, Stderr: st.errW}
-	if in := p.Stdin(); in != nil {
+	if in := p.Stdin(); in != nil || rio.stdin != nil {
 		inR, inW, err := os.Pipe()
 		if err == nil {
 			stdio.Stdin = inR
-			go func() { inW.Write(in); inW.Close() }()
+			go func() {
+				if rio.stdin != nil {
+					io.Copy(inW, rio.stdin)
+				} else {
+					inW.Write(in)
+				}
+				inW.Close()
+			}()
 			defer inR.Close()
 		}
 	}

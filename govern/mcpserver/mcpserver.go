@@ -62,6 +62,9 @@ type Options struct {
 	// Metrics, when set, counts what the HTTP bounds refuse and reports
 	// the open connections and sessions. Nil records nothing.
 	Metrics *metrics.Metrics
+	// Upstreams, when set, serves the tools of upstream MCP servers
+	// beside shell__execute (call SyncUpstreamTools when they change).
+	Upstreams Upstreams
 }
 
 // DefaultProgressInterval is how often a running call reports progress.
@@ -84,6 +87,11 @@ type Server struct {
 
 	limits  HTTPLimits
 	metrics *metrics.Metrics
+	// ups serves the upstream tools; served maps each served name to its
+	// definition's hash, under upMu.
+	ups    Upstreams
+	upMu   sync.Mutex
+	served map[string]string
 	sessMu  sync.Mutex
 	opening int // sessions being opened (limitSessions)
 }
@@ -91,7 +99,7 @@ type Server struct {
 // New returns a Server.
 func New(o Options) *Server {
 	s := &Server{svc: o.Service, agent: o.Agent, log: o.Logger, progress: o.ProgressInterval,
-		limits: o.HTTP.withDefaults(), metrics: o.Metrics}
+		limits: o.HTTP.withDefaults(), metrics: o.Metrics, ups: o.Upstreams, served: map[string]string{}}
 	if s.progress <= 0 {
 		s.progress = DefaultProgressInterval
 	}
@@ -110,6 +118,10 @@ func New(o Options) *Server {
 		})
 	if o.Enabled {
 		s.mcp.AddTool(Tool(), s.handle)
+	}
+	if s.ups != nil {
+		s.mcp.AddReceivingMiddleware(s.filterTools)
+		s.SyncUpstreamTools()
 	}
 	return s
 }

@@ -108,6 +108,24 @@ func New(cfg *config.Config, pol *policy.Policy, home string, opts ...Option) (*
 	return p, nil
 }
 
+// Policy is the policy the pipeline decides under.
+func (p *Pipeline) Policy() *policy.Policy { return p.pol }
+
+// Bindings are a profile's compiled DLP detectors.
+func (p *Pipeline) Bindings(profile string) dlp.Bindings { return p.dlp[profile] }
+
+// Permits reports whether agent's tool permissions let it call a tool of
+// actionType at all (allow or ask): what tools/list shows it, so that the
+// list and the tool_permission stage never disagree.
+func (p *Pipeline) Permits(agent, actionType string) bool {
+	_, prof := p.pol.ForAgent(agent)
+	if prof.Name == "" {
+		return false
+	}
+	st := &State{Call: govern.Call{Agent: agent, ActionType: actionType}, Profile: prof}
+	return toolPermission(context.Background(), p, st).Outcome != govern.Deny
+}
+
 // Holds is the approval queue (the gateway serves it on its admin socket).
 func (p *Pipeline) Holds() *hold.Queue { return p.holds }
 
@@ -145,6 +163,14 @@ type State struct {
 	Env map[string]string
 	// Host is what the caller told Decide of the host.
 	Host Host
+	// ArgumentCredentials are the credential ids an upstream tool call's
+	// arguments reference (substituted when the call is forwarded).
+	ArgumentCredentials []string
+	// RedactedArguments, when set, are the arguments to forward instead
+	// of the call's (dlp.arguments: redact), ArgumentsRedacted the
+	// secrets taken out.
+	RedactedArguments []byte
+	ArgumentsRedacted int
 }
 
 // Host is what a decision needs to know of the host it would run on.
@@ -158,6 +184,9 @@ type Host struct {
 // sandboxStage: a profile that requires a sandbox is refused on a host
 // without one.
 func sandboxStage(_ context.Context, _ *Pipeline, st *State) govern.Decision {
+	if !st.Call.IsShell() {
+		return allow // an upstream's sandbox is its entry's, chosen when it starts
+	}
 	if st.Call.Surface == govern.SurfaceAgentHook && st.Profile.BuiltinExecRouting != policy.RoutingGovernedShell {
 		// The framework runs it, outside any sandbox of ours: not ours
 		// to require (the audit event vouches for no sandbox).
@@ -265,11 +294,7 @@ func injection(_ context.Context, _ *Pipeline, st *State) govern.Decision {
 	if st.Profile.Injection.Mode == policy.InjectionOff {
 		return allow
 	}
-	texts := []string{st.Call.Command, string(st.Call.Stdin)}
-	for _, k := range sortedKeys(st.Call.Env) {
-		texts = append(texts, st.Call.Env[k])
-	}
-	for _, t := range texts {
+	for _, t := range judgedTexts(st.Call) {
 		st.Injection = append(st.Injection, inject.Scan(t)...)
 	}
 	if len(st.Injection) == 0 {
@@ -287,6 +312,13 @@ func injection(_ context.Context, _ *Pipeline, st *State) govern.Decision {
 // it analyses lazily; see commandAnalysis for the analysis itself.
 func threatIntel(ctx context.Context, p *Pipeline, st *State) govern.Decision {
 	if p.intel == nil {
+		return allow
+	}
+	if !st.Call.IsShell() {
+		st.IntelHits = p.intel.Match(strings.Join(judgedTexts(st.Call), "\n"), nil, nil)
+		if len(st.IntelHits) > 0 {
+			return deny("threat_intel", govern.ReasonThreatIntel, "the call's arguments match the threat-intel feed: "+strings.Join(st.IntelHits, "; "))
+		}
 		return allow
 	}
 	a := p.analyse(st)
@@ -311,6 +343,9 @@ func threatIntel(ctx context.Context, p *Pipeline, st *State) govern.Decision {
 // carries a credential, is denied (credential_in_argv) or allowed and
 // flagged; a credential seen on a command line is denied either way.
 func commandAnalysis(_ context.Context, p *Pipeline, st *State) govern.Decision {
+	if !st.Call.IsShell() {
+		return allow // no shell text to analyse
+	}
 	if st.Profile.CommandAnalysisMode == policy.AnalysisOff {
 		return deny("command_analysis", govern.ReasonCommandAnalysisOff,
 			"the governed shell needs command analysis, and profile "+st.Profile.Name+" turns it off (command_analysis_mode: off)")
@@ -416,6 +451,9 @@ const DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 // holds and denials are recorded as would_deny and the call goes on.
 func policyRules(_ context.Context, p *Pipeline, st *State) govern.Decision {
 	in := rules.InputFrom(st.Call, st.Analysis)
+	if !st.Call.IsShell() {
+		in.Command = ""
+	}
 	in.Cwd = st.Cwd
 	in.Home = p.home
 	d, matches := p.rules[st.Profile.Name].Evaluate(in)
@@ -443,7 +481,7 @@ func holdStage(ctx context.Context, p *Pipeline, st *State) govern.Decision {
 	}
 	timeout := time.Duration(st.Profile.Hold.TimeoutSeconds) * time.Second
 	v := p.holds.Wait(ctx, hold.Pending{
-		Agent: st.Call.Agent, Command: st.Call.Command, Cwd: st.Cwd,
+		Agent: st.Call.Agent, Command: holdText(st.Call), Cwd: st.Cwd,
 		Rule: st.Pending.Rule, Reason: string(st.Pending.Reason), Message: st.Pending.Message,
 	}, timeout)
 	st.HoldVerdict = &v
@@ -461,15 +499,14 @@ func holdStage(ctx context.Context, p *Pipeline, st *State) govern.Decision {
 // and stdin: a secret written into the arguments is refused.
 func dlpArguments(_ context.Context, p *Pipeline, st *State) govern.Decision {
 	b := p.dlp[st.Profile.Name]
-	texts := []string{st.Call.Command, string(st.Call.Stdin)}
-	for _, k := range sortedKeys(st.Call.Env) {
-		texts = append(texts, st.Call.Env[k])
-	}
-	for _, t := range texts {
+	for _, t := range judgedTexts(st.Call) {
 		st.DLPHits = append(st.DLPHits, b.Scan(t)...)
 	}
 	if len(st.DLPHits) == 0 {
 		return allow
+	}
+	if !st.Call.IsShell() {
+		return upstreamDLP(b, st)
 	}
 	return deny("dlp_arguments", govern.ReasonDLPArgument,
 		fmt.Sprintf("the call's arguments contain a secret (%s); reference a granted credential as ${credential:<id>} instead of writing its value", st.DLPHits[0].Detector))
@@ -483,6 +520,9 @@ func credentials(_ context.Context, p *Pipeline, st *State) govern.Decision {
 	granted := map[string]bool{}
 	for _, id := range st.Agent.Credentials {
 		granted[id] = true
+	}
+	if !st.Call.IsShell() {
+		return upstreamCredentials(p, st, granted)
 	}
 	st.CredentialEnv, st.CredentialFiles = map[string]string{}, map[string]string{}
 	var refs []string

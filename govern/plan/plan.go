@@ -19,6 +19,10 @@ import (
 
 // Spec is what New needs to build a plan.
 type Spec struct {
+	// Argv, when set, is a program the plan runs instead of a shell text:
+	// an upstream MCP server the gateway launches (Shell, Dialect and
+	// Command are then empty). Argv[0] is absolute.
+	Argv []string
 	Shell   string // absolute path of bash or sh
 	Dialect shell.Dialect
 	// Command is the judged text (after ${credential:<id>} rewriting) and
@@ -58,12 +62,16 @@ type Plan struct{ s Spec }
 
 // New validates spec and returns the plan built from private copies of it.
 func New(spec Spec) (*Plan, error) {
+	program := len(spec.Argv) > 0
+	if program && (!filepath.IsAbs(spec.Argv[0]) || spec.Shell != "" || spec.Command != "") {
+		return nil, fmt.Errorf("plan: a program plan needs an absolute argv[0] (%q) and no shell text", spec.Argv[0])
+	}
 	switch {
-	case !filepath.IsAbs(spec.Shell):
+	case !program && !filepath.IsAbs(spec.Shell):
 		return nil, fmt.Errorf("plan: shell %q is not absolute", spec.Shell)
-	case spec.Dialect != shell.DialectBash && spec.Dialect != shell.DialectSh:
+	case !program && spec.Dialect != shell.DialectBash && spec.Dialect != shell.DialectSh:
 		return nil, fmt.Errorf("plan: dialect %q", spec.Dialect)
-	case spec.CommandSHA256 == "":
+	case !program && spec.CommandSHA256 == "":
 		return nil, fmt.Errorf("plan: no command hash")
 	case !filepath.IsAbs(spec.Cwd):
 		return nil, fmt.Errorf("plan: cwd %q is not absolute", spec.Cwd)
@@ -80,6 +88,7 @@ func New(spec Spec) (*Plan, error) {
 		}
 	}
 	c := spec
+	c.Argv = slices.Clone(spec.Argv)
 	c.WorkspaceRoots = slices.Clone(spec.WorkspaceRoots)
 	c.Env = maps.Clone(spec.Env)
 	c.CredentialEnv = maps.Clone(spec.CredentialEnv)
@@ -102,6 +111,7 @@ func New(spec Spec) (*Plan, error) {
 }
 
 func (p *Plan) Shell() string            { return p.s.Shell }
+func (p *Plan) Argv() []string           { return slices.Clone(p.s.Argv) }
 func (p *Plan) Dialect() shell.Dialect   { return p.s.Dialect }
 func (p *Plan) Command() string          { return p.s.Command }
 func (p *Plan) CommandSHA256() string    { return p.s.CommandSHA256 }

@@ -41,6 +41,7 @@ type wirePolicy struct {
 	DefaultAgent *wireAgent              `yaml:"default_agent"`
 	Agents       map[string]*wireAgent   `yaml:"agents"`
 	Profiles     map[string]*wireProfile `yaml:"profiles"`
+	ToolPins     map[string]string       `yaml:"tool_pins"`
 }
 
 type wireAgent struct {
@@ -78,11 +79,13 @@ type wireRule struct {
 }
 
 type wireInjection struct {
-	Mode *string `yaml:"mode"`
+	Mode    *string `yaml:"mode"`
+	Results *string `yaml:"results"`
 }
 
 type wireDLP struct {
-	Bindings *[]string `yaml:"bindings"`
+	Bindings  *[]string `yaml:"bindings"`
+	Arguments *string   `yaml:"arguments"`
 }
 
 type wireHold struct {
@@ -153,6 +156,20 @@ func build(name string, w *wirePolicy, doc *yamlfile.Doc) (*Policy, error) {
 		}
 		p.Agents[id] = b.agent(path, id, w.Agents[id], p.Profiles)
 	}
+	for _, served := range slices.Sorted(maps.Keys(w.ToolPins)) {
+		path := yamlfile.Key("tool_pins", served)
+		h := w.ToolPins[served]
+		switch {
+		case !strings.Contains(served, "__") || strings.HasPrefix(served, "shell__"):
+			b.keyErrorf(path, "want an upstream tool's served name, <server>__<tool>")
+		case len(h) != 64 || strings.Trim(h, "0123456789abcdef") != "":
+			b.errorf(path, "%q: want the definition's hex SHA-256 (64 lower-case hex digits, as the audit log's tool_definition events show it)", h)
+		}
+		if p.ToolPins == nil {
+			p.ToolPins = map[string]string{}
+		}
+		p.ToolPins[served] = h
+	}
 	if err := b.errs.Err(); err != nil {
 		return nil, err
 	}
@@ -221,7 +238,8 @@ func (b *builder) profile(path, name string, w *wireProfile) Profile {
 		// Absent reads as deny: what the analyzer cannot see is never let
 		// through by omission while a credential is in reach.
 		OpaqueWithCredentials: OpaqueDeny,
-		Injection:             Injection{Mode: InjectionDeny},
+		Injection:             Injection{Mode: InjectionDeny, Results: ResultInjectionDeny},
+		DLP:                   DLP{Arguments: DLPArgumentsDeny},
 		Hold:                  Hold{TimeoutSeconds: DefaultHoldTimeoutSeconds, OnHook: HookQueue},
 	}
 	if w == nil {
@@ -274,6 +292,18 @@ func (b *builder) profile(path, name string, w *wireProfile) Profile {
 			}
 			names[rule.Name] = true
 			p.Rules = append(p.Rules, rule)
+		}
+	}
+	if w.Injection != nil && w.Injection.Results != nil {
+		p.Injection.Results = ResultInjection(*w.Injection.Results)
+		if m := p.Injection.Results; m != ResultInjectionOff && m != ResultInjectionFlag && m != ResultInjectionDeny {
+			b.errorf(path+".injection.results", "%q: want deny, flag or off", m)
+		}
+	}
+	if w.DLP != nil && w.DLP.Arguments != nil {
+		p.DLP.Arguments = DLPArguments(*w.DLP.Arguments)
+		if m := p.DLP.Arguments; m != DLPArgumentsDeny && m != DLPArgumentsRedact {
+			b.errorf(path+".dlp.arguments", "%q: want deny or redact (redact applies to upstream tool calls; a shell command is always refused)", m)
 		}
 	}
 	if w.Injection != nil && w.Injection.Mode != nil {

@@ -16,6 +16,10 @@ type Policy struct {
 	DefaultAgent Agent
 	Agents       map[string]Agent
 	Profiles     map[string]Profile
+	// ToolPins are upstream tool definitions pinned by hash (served name
+	// -> hex SHA-256): such a tool is served only with exactly that
+	// definition, whatever the gateway saw first.
+	ToolPins map[string]string
 
 	doc *yamlfile.Doc
 }
@@ -158,11 +162,46 @@ type Rule struct {
 	Where yamlfile.Loc
 }
 
-// Injection is the profile's injection block.
-type Injection struct{ Mode InjectionMode }
+// Injection is the profile's injection block. Mode judges what an agent
+// sends; Results what an upstream MCP server sends back.
+type Injection struct {
+	Mode    InjectionMode
+	Results ResultInjection
+}
 
-// DLP is the profile's DLP block: detector names, checked by the DLP stage.
-type DLP struct{ Bindings []string }
+// ResultInjection is injection.results: what a prompt injection found in
+// an upstream tool's result (or a resource or prompt it returns) does.
+type ResultInjection string
+
+const (
+	// ResultInjectionDeny replaces the result with a refusal the model
+	// can read. The default.
+	ResultInjectionDeny ResultInjection = "deny"
+	// ResultInjectionFlag passes the result on with a warning before it,
+	// and audits the finding.
+	ResultInjectionFlag ResultInjection = "flag"
+	ResultInjectionOff  ResultInjection = "off"
+)
+
+// DLP is the profile's DLP block: detector names, checked by the DLP
+// stage, and what a hit in an upstream tool call's arguments does.
+type DLP struct {
+	Bindings  []string
+	Arguments DLPArguments
+}
+
+// DLPArguments is dlp.arguments.
+type DLPArguments string
+
+const (
+	// DLPArgumentsDeny refuses a call whose arguments hold a secret. The
+	// default, and the only choice for a shell command (the gateway
+	// cannot change what a command means).
+	DLPArgumentsDeny DLPArguments = "deny"
+	// DLPArgumentsRedact forwards an upstream tool call with each secret
+	// replaced by its marker.
+	DLPArgumentsRedact DLPArguments = "redact"
+)
 
 // Hold is the profile's hold block.
 type Hold struct {

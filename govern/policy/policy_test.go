@@ -70,7 +70,8 @@ func defaultProfile(name string) Profile {
 		CommandAnalysisMode: AnalysisEnforce,
 		// The strict value is the default.
 		OpaqueWithCredentials: OpaqueDeny,
-		Injection:             Injection{Mode: InjectionDeny},
+		Injection:             Injection{Mode: InjectionDeny, Results: ResultInjectionDeny},
+		DLP:                   DLP{Arguments: DLPArgumentsDeny},
 		Hold:                  Hold{TimeoutSeconds: 600, OnHook: HookQueue},
 	}
 }
@@ -133,8 +134,8 @@ func TestGoodPolicy(t *testing.T) {
 			{Name: "hold-git-push", When: `command.argv[0] == "git" && command.argv[1] == "push"`, Action: govern.Hold, Message: "a person approves every push"},
 			{Name: "no-ssh-reads", When: "command.reads.exists(p, p.startsWith(home + \"/.ssh\"))\n", Action: govern.Deny},
 		},
-		Injection:      Injection{Mode: InjectionHold},
-		DLP:            DLP{Bindings: []string{"aws", "github"}},
+		Injection:      Injection{Mode: InjectionHold, Results: ResultInjectionDeny},
+		DLP:            DLP{Bindings: []string{"aws", "github"}, Arguments: DLPArgumentsDeny},
 		Hold:           Hold{TimeoutSeconds: 3600, OnHook: HookQueue},
 		ExtraDenyPaths: []string{"/srv/secrets", "/home/op/.config/op"},
 	}
@@ -195,7 +196,7 @@ func TestDefault(t *testing.T) {
 	want.ScriptInspectionRoots = InspectionRoots{"${workspace}"}
 	want.ToolPermissions = []ToolPermission{{Pattern: "shell:*", Action: govern.Allow}}
 	// The embedded default binds every DLP detector.
-	want.DLP = DLP{Bindings: []string{"all"}}
+	want.DLP = DLP{Bindings: []string{"all"}, Arguments: DLPArgumentsDeny}
 	assert.DeepEqual(t, prof, want, cmpPolicy...)
 
 	// Each call is a fresh copy.

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"encoding/json"
 	"path"
 
 	"github.com/mitrity/mitrity/govern"
@@ -32,6 +33,12 @@ type Input struct {
 	Network bool
 	// Credentials are the credential ids the command references.
 	Credentials []string
+	// Server, UpstreamTool and Arguments describe an upstream MCP tool
+	// call: the server, the tool as the server names it, and the JSON
+	// arguments object as data.
+	Server       string
+	UpstreamTool string
+	Arguments    map[string]any
 	// Home is the HOME the command runs with. It is not a CEL variable: it
 	// is what under() expands ~, $HOME and ${HOME} to. Empty leaves those
 	// prefixes unexpanded, so they still compare equal to each other.
@@ -75,12 +82,19 @@ func InputFrom(call govern.Call, a *shell.Analysis) Input {
 		Command: call.Command,
 		// Empty, not nil: the CEL view is the same either way, but tests and
 		// JSON dumps read better.
-		Commands:    []Command{},
-		Reads:       []string{},
-		Writes:      []string{},
-		Flags:       []string{},
-		Pins:        []Pin{},
-		Credentials: []string{},
+		Commands:     []Command{},
+		Reads:        []string{},
+		Writes:       []string{},
+		Flags:        []string{},
+		Pins:         []Pin{},
+		Credentials:  []string{},
+		Server:       call.Server,
+		UpstreamTool: call.UpstreamTool,
+	}
+	if len(call.Arguments) > 0 {
+		// Not an object (or not JSON): the rules see no arguments; the
+		// edge refuses such a call before it gets here.
+		_ = json.Unmarshal(call.Arguments, &in.Arguments)
 	}
 	if a == nil {
 		return in

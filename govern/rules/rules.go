@@ -277,6 +277,11 @@ func newEnv() (*cel.Env, error) {
 		cel.Variable("pins", cel.ListType(pinType)),
 		cel.Variable("network", cel.BoolType),
 		cel.Variable("credentials", strList),
+		// An upstream MCP tool call: the server, its own tool name and the
+		// arguments as data (empty for a shell command).
+		cel.Variable("server", str),
+		cel.Variable("upstream_tool", str),
+		cel.Variable("arguments", cel.MapType(str, cel.DynType)),
 		// under needs the call's HOME and cwd, which are not arguments: it is
 		// bound per evaluation (see activation).
 		cel.Function("under",
@@ -346,6 +351,15 @@ func (v vars) ResolveName(name string) (any, bool) {
 		return in.Network, true
 	case "credentials":
 		return nonNil(in.Credentials), true
+	case "server":
+		return in.Server, true
+	case "upstream_tool":
+		return in.UpstreamTool, true
+	case "arguments":
+		if in.Arguments == nil {
+			return map[string]any{}, true
+		}
+		return in.Arguments, true
 	}
 	return nil, false
 }

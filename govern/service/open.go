@@ -238,6 +238,7 @@ func (s *Service) Close() error {
 	// Tickets still waiting get their never-ran events while the audit
 	// log is open.
 	s.tickets.Close()
+	s.closeUpstreams()
 	s.gen.Load().close()
 	if s.audit == nil {
 		return nil

@@ -55,7 +55,14 @@ type Service struct {
 	// every reload.
 	extra  []ownfiles.File
 	probed time.Time // the last re-probe; under reload
+	// ups are the upstream MCP servers (StartUpstreams); nil: none.
+	ups *upstreams
+	// version is the gateway's, told to upstreams at initialize.
+	version string
 }
+
+// SetVersion is the version the gateway reports to upstream servers.
+func (s *Service) SetVersion(v string) { s.version = v }
 
 // generation is what one load of the config builds.
 type generation struct {

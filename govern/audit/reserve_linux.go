@@ -1,0 +1,38 @@
+package audit
+
+import (
+	"errors"
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
+
+// Reserve is the check before a call whose one event is written after it
+// ran (a forwarded upstream call): the path still names the file held,
+// the file takes writes, and n bytes past its end are allocated
+// (fallocate with FALLOC_FL_KEEP_SIZE, so the size and every reader are
+// unchanged), so the event written after the call finds room on a disk
+// that fills meanwhile. A filesystem without fallocate only gets the
+// other checks. An error means the call must not run.
+func (w *Writer) Reserve(n int64) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return ErrClosed
+	}
+	if err := w.current(); err != nil {
+		return err
+	}
+	fi, err := w.f.Stat()
+	if err != nil {
+		return fmt.Errorf("audit log %s: %w", w.path, err)
+	}
+	err = unix.Fallocate(int(w.f.Fd()), unix.FALLOC_FL_KEEP_SIZE, fi.Size(), n)
+	switch {
+	case err == nil:
+	case errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.ENOSYS):
+	default:
+		return fmt.Errorf("audit log %s: reserving room for the next event: %w", w.path, err)
+	}
+	return nil
+}

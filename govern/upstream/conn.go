@@ -1,0 +1,222 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
+)
+
+// Dialer opens one session's transport to an upstream: for a stdio server
+// it starts the server (in the sandbox) and returns its stdio; for an HTTP
+// server it returns the Streamable HTTP client transport. ctx bounds the
+// server's life: cancelling it stops the server.
+type Dialer func(ctx context.Context) (mcp.Transport, error)
+
+// Hooks are what a connection tells its owner.
+type Hooks struct {
+	// Tools is called with the server's listing after every connect and
+	// every notifications/tools/list_changed; nil on a disconnect.
+	Tools func(server string, tools []*mcp.Tool)
+	// Request judges a request the upstream sends the client
+	// (sampling/createMessage, elicitation/create): nil lets it through
+	// to answer (the gateway has no model: it is still answered with an
+	// error), an error refuses it. The owner audits it either way.
+	Request func(ctx context.Context, server, method string) error
+	// Down is called when a session ends (crash, EOF, protocol error).
+	Down func(server string, err error)
+	// Progress receives the upstream's notifications/progress.
+	Progress func(token any, progress, total float64, message string)
+}
+
+// Backoff bounds the restarts of an upstream that keeps failing.
+const (
+	MinBackoff = 250 * time.Millisecond
+	MaxBackoff = 30 * time.Second
+	// HealthyAfter is how long a session must last for the backoff to
+	// start again from MinBackoff.
+	HealthyAfter = 30 * time.Second
+	// ConnectTimeout bounds one connect and initialize.
+	ConnectTimeout = 30 * time.Second
+)
+
+// ErrUnavailable wraps every error of a call that never reached an
+// upstream, or whose upstream went away mid-call.
+var ErrUnavailable = errors.New("upstream unavailable")
+
+// Conn keeps one upstream session up. Build it with NewConn and Run it.
+type Conn struct {
+	name   string
+	dial   Dialer
+	hooks  Hooks
+	log    zerolog.Logger
+	client *mcp.Client
+
+	mu   sync.Mutex
+	sess *mcp.ClientSession
+	// why is the reason the server is down (nil when up).
+	why error
+	// up is closed when the first connect attempt has ended: connected
+	// (and its tools listed) or failed.
+	up     chan struct{}
+	upOnce sync.Once
+}
+
+// NewConn returns the connection to upstream name.
+func NewConn(name, version string, dial Dialer, hooks Hooks, log zerolog.Logger) *Conn {
+	c := &Conn{name: name, dial: dial, hooks: hooks, log: log, up: make(chan struct{}),
+		why: fmt.Errorf("%w: %s has not connected yet", ErrUnavailable, name)}
+	refuse := func(method string) func(ctx context.Context) error {
+		return func(ctx context.Context) error {
+			if hooks.Request != nil {
+				if err := hooks.Request(ctx, name, method); err != nil {
+					return err
+				}
+			}
+			return fmt.Errorf("the MITRITY gateway has no model to answer %s; nothing was sent to one", method)
+		}
+	}
+	sampling, elicit := refuse("sampling/createMessage"), refuse("elicitation/create")
+	c.client = mcp.NewClient(&mcp.Implementation{Name: "mitrity-gateway", Version: version}, &mcp.ClientOptions{
+		CreateMessageHandler: func(ctx context.Context, _ *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			return nil, sampling(ctx)
+		},
+		ElicitationHandler: func(ctx context.Context, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return nil, elicit(ctx)
+		},
+		ToolListChangedHandler: func(ctx context.Context, req *mcp.ToolListChangedRequest) {
+			go c.relist(req.Session)
+		},
+		ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
+			if hooks.Progress != nil && req.Params != nil {
+				hooks.Progress(req.Params.ProgressToken, req.Params.Progress, req.Params.Total, req.Params.Message)
+			}
+		},
+	})
+	return c
+}
+
+// Name is the upstream's name.
+func (c *Conn) Name() string { return c.name }
+
+// Run keeps the session up until ctx is done: connect, list the tools,
+// wait for the session to end, back off, again. A server that keeps
+// failing is retried no faster than MaxBackoff.
+func (c *Conn) Run(ctx context.Context) {
+	backoff := MinBackoff
+	for ctx.Err() == nil {
+		began := time.Now()
+		err := c.session(ctx)
+		c.upOnce.Do(func() { close(c.up) })
+		if ctx.Err() != nil {
+			return
+		}
+		if time.Since(began) > HealthyAfter {
+			backoff = MinBackoff
+		}
+		c.log.Warn().Err(err).Str("upstream", c.name).Dur("retry_in", backoff).Msg("upstream session ended")
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, MaxBackoff)
+	}
+}
+
+// Ready waits until the first connect attempt has ended (or ctx is done).
+func (c *Conn) Ready(ctx context.Context) {
+	select {
+	case <-c.up:
+	case <-ctx.Done():
+	}
+}
+
+// session runs one session to its end and returns why it ended.
+func (c *Conn) session(ctx context.Context) error {
+	life, stop := context.WithCancel(ctx)
+	defer stop() // stops a stdio server with its session
+	t, err := c.dial(life)
+	if err != nil {
+		return c.setDown(fmt.Errorf("%w: %s: %v", ErrUnavailable, c.name, err))
+	}
+	cctx, cancel := context.WithTimeout(life, ConnectTimeout)
+	sess, err := c.client.Connect(cctx, t, nil)
+	cancel()
+	if err != nil {
+		return c.setDown(fmt.Errorf("%w: %s: connecting: %v", ErrUnavailable, c.name, err))
+	}
+	c.mu.Lock()
+	c.sess, c.why = sess, nil
+	c.mu.Unlock()
+	c.relist(sess)
+	c.upOnce.Do(func() { close(c.up) })
+	done := make(chan error, 1)
+	go func() { done <- sess.Wait() }()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		sess.Close()
+		err = <-done
+	}
+	if err == nil {
+		err = errors.New("the server closed the session")
+	}
+	return c.setDown(fmt.Errorf("%w: %s: %v", ErrUnavailable, c.name, err))
+}
+
+func (c *Conn) setDown(err error) error {
+	c.mu.Lock()
+	c.sess, c.why = nil, err
+	c.mu.Unlock()
+	if c.hooks.Down != nil {
+		c.hooks.Down(c.name, err)
+	}
+	if c.hooks.Tools != nil {
+		c.hooks.Tools(c.name, nil)
+	}
+	return err
+}
+
+// relist reads the server's tools and hands them to the owner.
+func (c *Conn) relist(sess *mcp.ClientSession) {
+	if sess == nil || c.hooks.Tools == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), ConnectTimeout)
+	defer cancel()
+	var tools []*mcp.Tool
+	for t, err := range sess.Tools(ctx, nil) {
+		if err != nil {
+			c.log.Warn().Err(err).Str("upstream", c.name).Msg("listing the upstream's tools")
+			return
+		}
+		tools = append(tools, t)
+	}
+	c.mu.Lock()
+	current := c.sess == sess
+	c.mu.Unlock()
+	if current {
+		c.hooks.Tools(c.name, tools)
+	}
+}
+
+// Session is the live session, or why there is none.
+func (c *Conn) Session() (*mcp.ClientSession, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sess == nil {
+		return nil, c.why
+	}
+	return c.sess, nil
+}
+
+// Health is nil when the upstream is connected, else why not.
+func (c *Conn) Health() error {
+	_, err := c.Session()
+	return err
+}
