@@ -158,6 +158,13 @@ type wireUpstreamAllow struct {
 	Elicitation *bool `yaml:"elicitation"`
 }
 
+// NewUpstream is an upstream entry named name with every default: the
+// sidecar's, when the config names none.
+func NewUpstream(name string) Upstream {
+	return Upstream{Name: name, Sandbox: UpstreamSandboxed,
+		CallTimeoutSeconds: DefaultUpstreamCallTimeoutSeconds, ResultMaxBytes: DefaultUpstreamResultMaxBytes}
+}
+
 // upstreams builds the upstreams block; relative paths resolve against
 // the config file's directory.
 func upstreams(w map[string]*wireUpstream, dir string) map[string]Upstream {
@@ -166,8 +173,7 @@ func upstreams(w map[string]*wireUpstream, dir string) map[string]Upstream {
 	}
 	out := make(map[string]Upstream, len(w))
 	for name, wu := range w {
-		u := Upstream{Name: name, Sandbox: UpstreamSandboxed,
-			CallTimeoutSeconds: DefaultUpstreamCallTimeoutSeconds, ResultMaxBytes: DefaultUpstreamResultMaxBytes}
+		u := NewUpstream(name)
 		if wu != nil {
 			if wu.Command != nil {
 				u.Command = slices.Clone(*wu.Command)

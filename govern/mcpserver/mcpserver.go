@@ -20,6 +20,7 @@ import (
 	"github.com/mitrity/mitrity/govern"
 	"github.com/mitrity/mitrity/govern/metrics"
 	"github.com/mitrity/mitrity/govern/service"
+	"github.com/mitrity/mitrity/govern/upstream"
 )
 
 // ToolName is the served name of the governed shell.
@@ -89,17 +90,20 @@ type Server struct {
 	metrics *metrics.Metrics
 	// ups serves the upstream tools; served maps each served name to its
 	// definition's hash, under upMu.
-	ups    Upstreams
-	upMu   sync.Mutex
-	served map[string]string
-	sessMu  sync.Mutex
-	opening int // sessions being opened (limitSessions)
+	ups       Upstreams
+	upMu      sync.Mutex
+	served    map[string]string
+	resources map[string]upstream.Resource // by URI or URI template
+	prompts   map[string]upstream.Prompt   // by served name
+	sessMu    sync.Mutex
+	opening   int // sessions being opened (limitSessions)
 }
 
 // New returns a Server.
 func New(o Options) *Server {
 	s := &Server{svc: o.Service, agent: o.Agent, log: o.Logger, progress: o.ProgressInterval,
-		limits: o.HTTP.withDefaults(), metrics: o.Metrics, ups: o.Upstreams, served: map[string]string{}}
+		limits: o.HTTP.withDefaults(), metrics: o.Metrics, ups: o.Upstreams,
+		served: map[string]string{}, resources: map[string]upstream.Resource{}, prompts: map[string]upstream.Prompt{}}
 	if s.progress <= 0 {
 		s.progress = DefaultProgressInterval
 	}
@@ -112,7 +116,11 @@ func New(o Options) *Server {
 		&mcp.ServerOptions{
 			// Tools is always advertised, so that a gateway with the shell
 			// disabled answers tools/list with an empty list.
-			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+			// With upstreams, what is served changes: clients are told
+			// (list_changed), and resources and prompts are offered too.
+			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: o.Upstreams != nil}},
+			HasResources: o.Upstreams != nil,
+			HasPrompts:   o.Upstreams != nil,
 			Instructions: "shell__execute runs one shell command on this host through the MITRITY gateway: " +
 				"the policy decides, the command runs in a sandbox, output comes back redacted.",
 		})

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -23,6 +24,13 @@ type Upstreams interface {
 	UpstreamTools() []upstream.Tool
 	// Permits reports whether an agent may see a tool of actionType.
 	Permits(agent, actionType string) bool
+	// UpstreamResources and UpstreamPrompts are the resources (and
+	// templates) and prompts served now; ReadResource and GetPrompt
+	// forward one request each.
+	UpstreamResources() []upstream.Resource
+	UpstreamPrompts() []upstream.Prompt
+	ReadResource(ctx context.Context, agent, server, uri string) (*mcp.ReadResourceResult, error)
+	GetPrompt(ctx context.Context, agent, served string, arguments map[string]string) (*mcp.GetPromptResult, error)
 }
 
 // MaxArgumentsBytes bounds an upstream tool call's arguments (1 MiB).
@@ -59,22 +67,132 @@ func (s *Server) SyncUpstreamTools() {
 		s.mcp.RemoveTools(gone...)
 	}
 	s.served = now
+	s.syncResources()
+	s.syncPrompts()
 }
 
-// addUpstreamTool serves one tool. The SDK panics on a definition it
-// cannot serve; the catalog refuses those first, and this is the fence
-// for anything it missed.
-func (s *Server) addUpstreamTool(t upstream.Tool) (err error) {
+// syncResources serves the upstreams' resources and templates now.
+func (s *Server) syncResources() {
+	now := map[string]upstream.Resource{}
+	for _, r := range s.ups.UpstreamResources() {
+		key := r.Key()
+		now[key] = r
+		if old, ok := s.resources[key]; ok && old.Server == r.Server && hashJSON(old) == hashJSON(r) {
+			continue
+		}
+		server := r.Server
+		handler := func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return s.readUpstream(ctx, req, server)
+		}
+		err := guard(func() {
+			if r.Template != nil {
+				s.mcp.AddResourceTemplate(r.Template, handler)
+			} else {
+				s.mcp.AddResource(r.Def, handler)
+			}
+		})
+		if err != nil {
+			s.log.Error().Err(err).Str("resource", key).Msg("an upstream resource could not be served")
+			delete(now, key)
+		}
+	}
+	var gone, goneT []string
+	for key, r := range s.resources {
+		if _, ok := now[key]; !ok {
+			if r.Template != nil {
+				goneT = append(goneT, key)
+			} else {
+				gone = append(gone, key)
+			}
+		}
+	}
+	if len(gone) > 0 {
+		s.mcp.RemoveResources(gone...)
+	}
+	if len(goneT) > 0 {
+		s.mcp.RemoveResourceTemplates(goneT...)
+	}
+	s.resources = now
+}
+
+// syncPrompts serves the upstreams' prompts now.
+func (s *Server) syncPrompts() {
+	now := map[string]upstream.Prompt{}
+	for _, p := range s.ups.UpstreamPrompts() {
+		now[p.Served] = p
+		if old, ok := s.prompts[p.Served]; ok && hashJSON(old.Def) == hashJSON(p.Def) {
+			continue
+		}
+		served := p.Served
+		err := guard(func() {
+			s.mcp.AddPrompt(p.Def, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+				agent := agentOf(req.Extra, s.agent)
+				var args map[string]string
+				if req.Params != nil {
+					args = req.Params.Arguments
+				}
+				return s.ups.GetPrompt(ctx, agent, served, args)
+			})
+		})
+		if err != nil {
+			s.log.Error().Err(err).Str("prompt", served).Msg("an upstream prompt could not be served")
+			delete(now, served)
+		}
+	}
+	var gone []string
+	for name := range s.prompts {
+		if _, ok := now[name]; !ok {
+			gone = append(gone, name)
+		}
+	}
+	if len(gone) > 0 {
+		s.mcp.RemovePrompts(gone...)
+	}
+	s.prompts = now
+}
+
+func (s *Server) readUpstream(ctx context.Context, req *mcp.ReadResourceRequest, server string) (*mcp.ReadResourceResult, error) {
+	if req.Params == nil || req.Params.URI == "" {
+		return nil, errors.New("resources/read needs a uri")
+	}
+	return s.ups.ReadResource(ctx, agentOf(req.Extra, s.agent), server, req.Params.URI)
+}
+
+// agentOf is the agent of a request: its bearer token's, else def.
+func agentOf(ex *mcp.RequestExtra, def string) string {
+	if ex != nil && ex.TokenInfo != nil && ex.TokenInfo.UserID != "" {
+		return ex.TokenInfo.UserID
+	}
+	return def
+}
+
+// guard runs add, turning the SDK's panic on a definition it cannot serve
+// into an error.
+func guard(add func()) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("the SDK refused the definition: %v", r)
 		}
 	}()
-	served := t.Served
-	s.mcp.AddTool(t.Def, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return s.handleUpstream(ctx, req, served)
-	})
+	add()
 	return nil
+}
+
+func hashJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// addUpstreamTool serves one tool. The SDK panics on a definition it
+// cannot serve; the catalog refuses those first, and this is the fence
+// for anything it missed.
+func (s *Server) addUpstreamTool(t upstream.Tool) error {
+	served := t.Served
+	return guard(func() {
+		s.mcp.AddTool(t.Def, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return s.handleUpstream(ctx, req, served)
+		})
+	})
 }
 
 func (s *Server) handleUpstream(ctx context.Context, req *mcp.CallToolRequest, served string) (*mcp.CallToolResult, error) {
@@ -122,16 +240,42 @@ func (s *Server) handleUpstream(ctx context.Context, req *mcp.CallToolRequest, s
 func (s *Server) filterTools(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
-		if method != "tools/list" || err != nil || s.ups == nil {
+		if err != nil || s.ups == nil {
 			return res, err
+		}
+		agent := agentOf(req.GetExtra(), s.agent)
+		switch r := res.(type) {
+		case *mcp.ListResourcesResult:
+			out := *r
+			out.Resources = nil
+			for _, x := range r.Resources {
+				if owner, ok := s.resourceOwner(x.URI); ok && agent != "" && s.ups.Permits(agent, upstream.ResourceAction(owner, x.URI)) {
+					out.Resources = append(out.Resources, x)
+				}
+			}
+			return &out, nil
+		case *mcp.ListResourceTemplatesResult:
+			out := *r
+			out.ResourceTemplates = nil
+			for _, x := range r.ResourceTemplates {
+				if owner, ok := s.resourceOwner(x.URITemplate); ok && agent != "" && s.ups.Permits(agent, upstream.ResourceAction(owner, x.URITemplate)) {
+					out.ResourceTemplates = append(out.ResourceTemplates, x)
+				}
+			}
+			return &out, nil
+		case *mcp.ListPromptsResult:
+			out := *r
+			out.Prompts = nil
+			for _, x := range r.Prompts {
+				if p, ok := s.promptOf(x.Name); ok && agent != "" && s.ups.Permits(agent, upstream.PromptAction(p.Server, p.Name)) {
+					out.Prompts = append(out.Prompts, x)
+				}
+			}
+			return &out, nil
 		}
 		lr, ok := res.(*mcp.ListToolsResult)
-		if !ok {
+		if method != "tools/list" || !ok {
 			return res, err
-		}
-		agent := s.agent
-		if ex := req.GetExtra(); ex != nil && ex.TokenInfo != nil && ex.TokenInfo.UserID != "" {
-			agent = ex.TokenInfo.UserID
 		}
 		kept := lr.Tools[:0:0]
 		for _, t := range lr.Tools {
@@ -149,3 +293,18 @@ func (s *Server) filterTools(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
+// resourceOwner is the upstream that serves a resource key.
+func (s *Server) resourceOwner(key string) (string, bool) {
+	s.upMu.Lock()
+	defer s.upMu.Unlock()
+	r, ok := s.resources[key]
+	return r.Server, ok
+}
+
+// promptOf is the served prompt of that name.
+func (s *Server) promptOf(served string) (upstream.Prompt, bool) {
+	s.upMu.Lock()
+	defer s.upMu.Unlock()
+	p, ok := s.prompts[served]
+	return p, ok
+}

@@ -22,7 +22,7 @@ type Spec struct {
 	// Argv, when set, is a program the plan runs instead of a shell text:
 	// an upstream MCP server the gateway launches (Shell, Dialect and
 	// Command are then empty). Argv[0] is absolute.
-	Argv []string
+	Argv    []string
 	Shell   string // absolute path of bash or sh
 	Dialect shell.Dialect
 	// Command is the judged text (after ${credential:<id>} rewriting) and

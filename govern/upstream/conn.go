@@ -29,6 +29,12 @@ type Hooks struct {
 	Request func(ctx context.Context, server, method string) error
 	// Down is called when a session ends (crash, EOF, protocol error).
 	Down func(server string, err error)
+	// Resources and Prompts are called with the server's resources,
+	// resource templates and prompts after every connect and every
+	// list_changed of theirs (nil on a disconnect, or when the server has
+	// none).
+	Resources func(server string, resources []*mcp.Resource, templates []*mcp.ResourceTemplate)
+	Prompts   func(server string, prompts []*mcp.Prompt)
 	// Progress receives the upstream's notifications/progress.
 	Progress func(token any, progress, total float64, message string)
 }
@@ -90,6 +96,12 @@ func NewConn(name, version string, dial Dialer, hooks Hooks, log zerolog.Logger)
 		},
 		ToolListChangedHandler: func(ctx context.Context, req *mcp.ToolListChangedRequest) {
 			go c.relist(req.Session)
+		},
+		ResourceListChangedHandler: func(ctx context.Context, req *mcp.ResourceListChangedRequest) {
+			go c.relistResources(req.Session)
+		},
+		PromptListChangedHandler: func(ctx context.Context, req *mcp.PromptListChangedRequest) {
+			go c.relistPrompts(req.Session)
 		},
 		ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
 			if hooks.Progress != nil && req.Params != nil {
@@ -154,6 +166,8 @@ func (c *Conn) session(ctx context.Context) error {
 	c.sess, c.why = sess, nil
 	c.mu.Unlock()
 	c.relist(sess)
+	c.relistResources(sess)
+	c.relistPrompts(sess)
 	c.upOnce.Do(func() { close(c.up) })
 	done := make(chan error, 1)
 	go func() { done <- sess.Wait() }()
@@ -179,7 +193,76 @@ func (c *Conn) setDown(err error) error {
 	if c.hooks.Tools != nil {
 		c.hooks.Tools(c.name, nil)
 	}
+	if c.hooks.Resources != nil {
+		c.hooks.Resources(c.name, nil, nil)
+	}
+	if c.hooks.Prompts != nil {
+		c.hooks.Prompts(c.name, nil)
+	}
 	return err
+}
+
+// current reports whether sess is still the live session.
+func (c *Conn) current(sess *mcp.ClientSession) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sess == sess
+}
+
+// caps are the capabilities the server declared at initialize.
+func caps(sess *mcp.ClientSession) *mcp.ServerCapabilities {
+	if r := sess.InitializeResult(); r != nil && r.Capabilities != nil {
+		return r.Capabilities
+	}
+	return &mcp.ServerCapabilities{}
+}
+
+// relistResources reads the server's resources and templates, when it
+// has any, and hands them to the owner.
+func (c *Conn) relistResources(sess *mcp.ClientSession) {
+	if sess == nil || c.hooks.Resources == nil || caps(sess).Resources == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), ConnectTimeout)
+	defer cancel()
+	var rs []*mcp.Resource
+	for r, err := range sess.Resources(ctx, nil) {
+		if err != nil {
+			c.log.Warn().Err(err).Str("upstream", c.name).Msg("listing the upstream's resources")
+			return
+		}
+		rs = append(rs, r)
+	}
+	var ts []*mcp.ResourceTemplate
+	for t, err := range sess.ResourceTemplates(ctx, nil) {
+		if err != nil {
+			break // templates are optional
+		}
+		ts = append(ts, t)
+	}
+	if c.current(sess) {
+		c.hooks.Resources(c.name, rs, ts)
+	}
+}
+
+// relistPrompts reads the server's prompts, when it has any.
+func (c *Conn) relistPrompts(sess *mcp.ClientSession) {
+	if sess == nil || c.hooks.Prompts == nil || caps(sess).Prompts == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), ConnectTimeout)
+	defer cancel()
+	var ps []*mcp.Prompt
+	for p, err := range sess.Prompts(ctx, nil) {
+		if err != nil {
+			c.log.Warn().Err(err).Str("upstream", c.name).Msg("listing the upstream's prompts")
+			return
+		}
+		ps = append(ps, p)
+	}
+	if c.current(sess) {
+		c.hooks.Prompts(c.name, ps)
+	}
 }
 
 // relist reads the server's tools and hands them to the owner.
@@ -197,10 +280,7 @@ func (c *Conn) relist(sess *mcp.ClientSession) {
 		}
 		tools = append(tools, t)
 	}
-	c.mu.Lock()
-	current := c.sess == sess
-	c.mu.Unlock()
-	if current {
+	if c.current(sess) {
 		c.hooks.Tools(c.name, tools)
 	}
 }
