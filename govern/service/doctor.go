@@ -8,6 +8,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/mitrity/mitrity/govern/config"
 	"github.com/mitrity/mitrity/govern/ownfiles"
 	"github.com/mitrity/mitrity/govern/sandbox"
@@ -119,9 +121,65 @@ func Doctor(ctx context.Context, cfg *config.Config) (checks []Check, ok bool) {
 		f.Close()
 		add(Check{Name: "audit", OK: true, Detail: cfg.Audit.Path + " is writable"})
 	}
+	checks = append(checks, doctorUpstreams(cfg, ownOK)...)
 	ok = true
 	for _, c := range checks {
 		ok = ok && c.OK
 	}
 	return checks, ok
+}
+
+// doctorWait bounds how long the doctor waits for each upstream.
+const doctorWait = 20 * time.Second
+
+// doctorUpstreams connects to every upstream the way serving does (a
+// stdio server launched in its sandbox) and reports whether each
+// answered initialize and what it serves; then stops them.
+func doctorUpstreams(cfg *config.Config, ownOK bool) []Check {
+	if len(cfg.Upstreams) == 0 {
+		return nil
+	}
+	var out []Check
+	names := make([]string, 0, len(cfg.Upstreams))
+	for n := range cfg.Upstreams {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if !ownOK {
+		for _, n := range names {
+			out = append(out, Check{Name: "upstream " + n, Detail: "not started: own_files failed, and its command or credentials may be the commands' own"})
+		}
+		return out
+	}
+	svc, err := Open(cfg, zerolog.Nop())
+	if err != nil {
+		for _, n := range names {
+			out = append(out, Check{Name: "upstream " + n, Detail: "not started: " + err.Error()})
+		}
+		return out
+	}
+	defer svc.Close()
+	svc.StartUpstreams(func() {}, func(string) bool { return false }, doctorWait)
+	health := svc.UpstreamHealth()
+	tools := map[string]int{}
+	for _, t := range svc.UpstreamTools() {
+		tools[t.Server]++
+	}
+	for _, n := range names {
+		u := cfg.Upstreams[n]
+		kind := "stdio, sandboxed"
+		if u.Sandbox == config.UpstreamUnsandboxed {
+			kind = "stdio, sandbox: none"
+		}
+		if !u.Stdio() {
+			kind = "http " + u.URL
+		}
+		if err := health[n]; err != nil {
+			out = append(out, Check{Name: "upstream " + n, Detail: kind + ": " + err.Error(),
+				Remedy: "see the gateway's log for the server's stderr; check upstreams." + n})
+			continue
+		}
+		out = append(out, Check{Name: "upstream " + n, OK: true, Detail: fmt.Sprintf("%s: connected, %d tools served", kind, tools[n])})
+	}
+	return out
 }
