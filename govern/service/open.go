@@ -200,6 +200,9 @@ func (s *Service) Reload(cfg *config.Config, logger zerolog.Logger) error {
 	if cfg.Exec.Enabled != old.cfg.Exec.Enabled {
 		fixed = append(fixed, "exec.enabled") // the MCP tool list is announced at start
 	}
+	if !reflect.DeepEqual(cfg.Upstreams, old.cfg.Upstreams) {
+		fixed = append(fixed, "upstreams") // each is a process or a connection made at start
+	}
 	if len(fixed) > 0 {
 		return fmt.Errorf("%s changed: restart the gateway to apply it; nothing was reloaded", strings.Join(fixed, ", "))
 	}
@@ -213,6 +216,7 @@ func (s *Service) Reload(cfg *config.Config, logger zerolog.Logger) error {
 	// The old feed watcher stops; calls still running under the old
 	// generation keep the feed it last loaded.
 	old.close()
+	s.repin()
 	return nil
 }
 

@@ -140,6 +140,25 @@ func (s *Service) judged(js []upstream.Judgement) {
 	s.ups.changed()
 }
 
+// repin applies a reloaded policy's tool_pins: every server's last
+// listing is judged again under them.
+func (s *Service) repin() {
+	u := s.ups
+	if u == nil {
+		return
+	}
+	u.catalog.SetPins(s.gen.Load().pipe.Policy().ToolPins)
+	u.mu.Lock()
+	listed := make(map[string][]*mcp.Tool, len(u.listed))
+	for k, v := range u.listed {
+		listed[k] = v
+	}
+	u.mu.Unlock()
+	for server, tools := range listed {
+		s.upstreamTools(server, tools)
+	}
+}
+
 // UpstreamResources are the upstream resources and templates served now.
 func (s *Service) UpstreamResources() []upstream.Resource {
 	if s.ups == nil {

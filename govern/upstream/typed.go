@@ -1,0 +1,197 @@
+package upstream
+
+import (
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The results an upstream sends back are cleaned field by field, in
+// place: a 1 MiB text is redacted once, not carried through four JSON
+// passes. Every field of each type is handled (TestTypedCoversEveryField
+// pins the SDK's field sets, so an upgrade that adds one fails until it
+// is handled here); a content type this file does not know makes the
+// result go the slow way, through the JSON walk, which misses nothing.
+
+// typed cleans v when it is one of the SDK results it knows: f replaces
+// each string, texts collects the strings a model reads (for the
+// injection scan). inputRequests counts requests to the client embedded
+// in the result (2026-07-28 input-required results: sampling or
+// elicitation in disguise), which it drops. ok is false for anything it
+// does not know, v then untouched.
+func typed(v any, f func(string) string) (texts []string, inputRequests int, ok bool) {
+	c := &typedCleaner{f: f}
+	switch r := v.(type) {
+	case *mcp.CallToolResult:
+		if !c.known(r.Content) {
+			return nil, 0, false
+		}
+		r.Meta = c.meta(r.Meta)
+		for _, x := range r.Content {
+			c.content(x)
+		}
+		r.StructuredContent = c.value(r.StructuredContent)
+		inputRequests = len(r.InputRequests)
+		r.InputRequests, r.RequestState = nil, c.str(r.RequestState)
+	case *mcp.ReadResourceResult:
+		r.Meta = c.meta(r.Meta)
+		for _, x := range r.Contents {
+			c.resource(x)
+		}
+		inputRequests = len(r.InputRequests)
+		r.InputRequests, r.RequestState = nil, c.str(r.RequestState)
+	case *mcp.GetPromptResult:
+		for _, m := range r.Messages {
+			if m != nil && !c.known([]mcp.Content{m.Content}) {
+				return nil, 0, false
+			}
+		}
+		r.Meta = c.meta(r.Meta)
+		r.Description = c.text(r.Description)
+		for _, m := range r.Messages {
+			if m != nil {
+				c.content(m.Content)
+			}
+		}
+		inputRequests = len(r.InputRequests)
+		r.InputRequests, r.RequestState = nil, c.str(r.RequestState)
+	default:
+		return nil, 0, false
+	}
+	return c.texts, inputRequests, true
+}
+
+type typedCleaner struct {
+	f     func(string) string
+	texts []string
+}
+
+// str redacts a string no model is meant to read as text.
+func (c *typedCleaner) str(s string) string {
+	if s == "" {
+		return s
+	}
+	return c.f(s)
+}
+
+// text redacts a string a model reads, and keeps it for the scan.
+func (c *typedCleaner) text(s string) string {
+	if s == "" {
+		return s
+	}
+	r := c.f(s)
+	c.texts = append(c.texts, r)
+	return r
+}
+
+// bytes redacts binary data (an image, a blob) as text: a secret inside
+// it is cut like anywhere else (the data is then corrupt, and says so by
+// not decoding).
+func (c *typedCleaner) bytes(b []byte) []byte {
+	if len(b) == 0 {
+		return b
+	}
+	r := c.f(string(b))
+	if r == string(b) {
+		return b
+	}
+	return []byte(r)
+}
+
+func (c *typedCleaner) known(cs []mcp.Content) bool {
+	for _, x := range cs {
+		switch x.(type) {
+		case nil, *mcp.TextContent, *mcp.ImageContent, *mcp.AudioContent, *mcp.ResourceLink, *mcp.EmbeddedResource:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func (c *typedCleaner) content(x mcp.Content) {
+	switch x := x.(type) {
+	case *mcp.TextContent:
+		x.Text = c.text(x.Text)
+		x.Meta, x.Annotations = c.meta(x.Meta), c.annotations(x.Annotations)
+	case *mcp.ImageContent:
+		x.Data, x.MIMEType = c.bytes(x.Data), c.str(x.MIMEType)
+		x.Meta, x.Annotations = c.meta(x.Meta), c.annotations(x.Annotations)
+	case *mcp.AudioContent:
+		x.Data, x.MIMEType = c.bytes(x.Data), c.str(x.MIMEType)
+		x.Meta, x.Annotations = c.meta(x.Meta), c.annotations(x.Annotations)
+	case *mcp.ResourceLink:
+		x.URI, x.Name, x.Title, x.Description, x.MIMEType = c.text(x.URI), c.text(x.Name), c.text(x.Title), c.text(x.Description), c.str(x.MIMEType)
+		x.Meta, x.Annotations = c.meta(x.Meta), c.annotations(x.Annotations)
+		for i := range x.Icons {
+			x.Icons[i] = c.icon(x.Icons[i])
+		}
+	case *mcp.EmbeddedResource:
+		c.resource(x.Resource)
+		x.Meta, x.Annotations = c.meta(x.Meta), c.annotations(x.Annotations)
+	}
+}
+
+func (c *typedCleaner) resource(r *mcp.ResourceContents) {
+	if r == nil {
+		return
+	}
+	r.URI, r.MIMEType, r.Text = c.text(r.URI), c.str(r.MIMEType), c.text(r.Text)
+	r.Blob, r.Meta = c.bytes(r.Blob), c.meta(r.Meta)
+}
+
+func (c *typedCleaner) icon(i mcp.Icon) mcp.Icon {
+	i.Source, i.MIMEType = c.str(i.Source), c.str(i.MIMEType)
+	for j := range i.Sizes {
+		i.Sizes[j] = c.str(i.Sizes[j])
+	}
+	i.Theme = mcp.IconTheme(c.str(string(i.Theme)))
+	return i
+}
+
+func (c *typedCleaner) annotations(a *mcp.Annotations) *mcp.Annotations {
+	if a == nil {
+		return nil
+	}
+	a.LastModified = c.str(a.LastModified)
+	for i := range a.Audience {
+		a.Audience[i] = mcp.Role(c.str(string(a.Audience[i])))
+	}
+	return a
+}
+
+func (c *typedCleaner) meta(m mcp.Meta) mcp.Meta {
+	if m == nil {
+		return nil
+	}
+	v, _ := c.value(map[string]any(m)).(map[string]any)
+	return v
+}
+
+// value redacts a decoded JSON value (structuredContent, _meta): every
+// string and key, kept for the scan.
+func (c *typedCleaner) value(v any) any {
+	switch x := v.(type) {
+	case nil:
+		return nil
+	case string:
+		return c.text(x)
+	case []any:
+		for i, e := range x {
+			x[i] = c.value(e)
+		}
+		return x
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[c.text(k)] = c.value(e)
+		}
+		return out
+	case float64, bool, int, int64:
+		return x
+	}
+	// Not decoded JSON (a value built in code): the walk of its JSON form.
+	var out any
+	if b, err := jsonMarshal(v); err == nil && jsonUnmarshal(b, &out) == nil {
+		return c.value(out)
+	}
+	return nil
+}
