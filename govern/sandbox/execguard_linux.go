@@ -1,12 +1,11 @@
 package sandbox
 
 import (
-	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"runtime"
 	"sync"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -62,26 +61,43 @@ const (
 type execGuard struct {
 	fd      int
 	m       *secretscan.Matcher
+	mem     *callerMem
 	mu      sync.Mutex
 	refused []ArgvRefusal
 	failed  error
 	done    chan struct{}
 }
 
+// schedEvery bounds the time the guard's loop goes without a pass
+// through the Go scheduler. The runtime's monitor takes the P of a
+// goroutine sitting in a system call once that goroutine has not been
+// scheduled for 10ms, needed elsewhere or not; a loop that only ever
+// polls is never scheduled, so from then on every poll lost its P, and
+// every return took another and woke the monitor to its 20us cycle: some
+// six thread switches per program start, on the CPUs the run's programs
+// need. A yield every few ms costs about two.
+//
+// The loop keeps no thread of its own for the same reason: a locked
+// thread's yield hands its P to another thread and back (five futex
+// calls, against two).
+// While the P stays, the caller's answer never passes through the
+// scheduler anyway: the poll returns on the thread that made it.
+const schedEvery = 8 * time.Millisecond
+
 // serveGuard answers the notifications on listener until every process
 // under the filter is gone (or stop is closed).
 func serveGuard(listener int, m *secretscan.Matcher, stop <-chan struct{}) *execGuard {
-	g := &execGuard{fd: listener, m: m, done: make(chan struct{})}
+	g := &execGuard{fd: listener, m: m, mem: newCallerMem(), done: make(chan struct{})}
 	// The caller sleeps until answered: waking on the same CPU saves a
 	// round trip through the scheduler (Linux 6.6; older kernels refuse).
 	unix.IoctlSetInt(listener, unix.SECCOMP_IOCTL_NOTIF_SET_FLAGS, unix.SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP)
 	go func() {
-		// A thread of its own: the caller waits while the answer passes
-		// through the Go scheduler otherwise.
-		runtime.LockOSThread()
 		defer close(g.done)
 		defer unix.Close(listener)
 		fds := []unix.PollFd{{Fd: int32(listener), Events: unix.POLLIN}}
+		var req seccompNotif
+		var resp seccompNotifResp
+		scheduled := time.Now()
 		for {
 			select {
 			case <-stop:
@@ -89,6 +105,8 @@ func serveGuard(listener int, m *secretscan.Matcher, stop <-chan struct{}) *exec
 			default:
 			}
 			fds[0].Revents = 0
+			// Blocking: a plain system call, which lets the runtime use
+			// the P meanwhile.
 			n, err := unix.Poll(fds, 200)
 			if err == unix.EINTR || n == 0 {
 				continue
@@ -100,7 +118,9 @@ func serveGuard(listener int, m *secretscan.Matcher, stop <-chan struct{}) *exec
 			if fds[0].Revents&unix.POLLIN == 0 {
 				return // POLLHUP: no process is under the filter any more
 			}
-			var req seccompNotif
+			req = seccompNotif{} // the kernel wants it zeroed
+			// Plain too: should the caller have been interrupted since
+			// the poll, the receive waits for the next one.
 			if err := ioctlPtr(listener, unix.SECCOMP_IOCTL_NOTIF_RECV, unsafe.Pointer(&req)); err != nil {
 				if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EINTR) {
 					continue // the caller died while waiting
@@ -108,10 +128,15 @@ func serveGuard(listener int, m *secretscan.Matcher, stop <-chan struct{}) *exec
 				g.fail(err)
 				return
 			}
-			resp := g.decide(&req)
-			if err := ioctlPtr(listener, unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(&resp)); err != nil && !errors.Is(err, unix.ENOENT) {
+			resp = g.decide(&req)
+			if err := ioctlRaw(listener, unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(&resp)); err != nil && !errors.Is(err, unix.ENOENT) {
 				g.fail(err)
 				return
+			}
+			// Answered: the yield delays no caller.
+			if now := time.Now(); now.Sub(scheduled) >= schedEvery {
+				runtime.Gosched()
+				scheduled = now
 			}
 		}
 	}()
@@ -120,6 +145,17 @@ func serveGuard(listener int, m *secretscan.Matcher, stop <-chan struct{}) *exec
 
 func ioctlPtr(fd int, req uint, p unsafe.Pointer) error {
 	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), uintptr(req), uintptr(p))
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+// ioctlRaw is ioctlPtr without the runtime's system call bookkeeping,
+// for the requests that never wait (SEND, ID_VALID: a lookup under the
+// listener's lock).
+func ioctlRaw(fd int, req uint, p unsafe.Pointer) error {
+	_, _, errno := unix.RawSyscall(unix.SYS_IOCTL, uintptr(fd), uintptr(req), uintptr(p))
 	if errno != 0 {
 		return errno
 	}
@@ -147,7 +183,8 @@ func (g *execGuard) decide(req *seccompNotif) seccompNotifResp {
 		pathArg, argvArg = req.Args[1], req.Args[2]
 	}
 	pid := int(req.Pid)
-	argv, err := readArgv(pid, argvArg)
+	g.mem.reset(pid)
+	argv, err := g.mem.readArgv(argvArg)
 	if err != nil {
 		if errors.Is(err, unix.E2BIG) {
 			return deny(unix.E2BIG)
@@ -155,12 +192,12 @@ func (g *execGuard) decide(req *seccompNotif) seccompNotifResp {
 		return deny(unix.EFAULT)
 	}
 	// Still the same call waiting: what was read is its memory.
-	if ioctlPtr(g.fd, unix.SECCOMP_IOCTL_NOTIF_ID_VALID, unsafe.Pointer(&req.ID)) != nil {
+	if ioctlRaw(g.fd, unix.SECCOMP_IOCTL_NOTIF_ID_VALID, unsafe.Pointer(&req.ID)) != nil {
 		return cont // it is gone; the answer goes nowhere
 	}
 	for i, a := range argv {
 		if id, ok := g.m.Find(a); ok {
-			prog, _ := readString(pid, pathArg, 4096)
+			prog, _ := g.mem.str(pathArg, 4096)
 			g.mu.Lock()
 			g.refused = append(g.refused, ArgvRefusal{Program: string(prog), Argument: i, Credential: id})
 			g.mu.Unlock()
@@ -179,76 +216,6 @@ func (g *execGuard) finish() ([]ArgvRefusal, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.refused, g.failed
-}
-
-// readArgv reads the NULL-terminated array of string pointers at addr in
-// process pid, and the strings.
-func readArgv(pid int, addr uint64) ([][]byte, error) {
-	var out [][]byte
-	total := 0
-	ptrs := make([]byte, 512)
-	for {
-		// Up to the end of the page: the next may not be mapped.
-		n := min(len(ptrs), 4096-int(addr%4096))
-		if err := readMem(pid, addr, ptrs[:n]); err != nil {
-			return nil, err
-		}
-		for i := 0; i+8 <= n; i += 8 {
-			p := binary.NativeEndian.Uint64(ptrs[i:])
-			if p == 0 {
-				return out, nil
-			}
-			if len(out) >= maxArgvArgs {
-				return nil, unix.E2BIG
-			}
-			s, err := readString(pid, p, maxArgvBytes-total)
-			if err != nil {
-				return nil, err
-			}
-			total += len(s) + 1
-			out = append(out, s)
-		}
-		addr += uint64(n)
-	}
-}
-
-// readString reads a NUL-terminated string at addr, at most limit bytes.
-func readString(pid int, addr uint64, limit int) ([]byte, error) {
-	var out []byte
-	buf := make([]byte, 4096)
-	for {
-		// Up to the end of the page: the next may not be mapped.
-		n := 4096 - int(addr%4096)
-		if err := readMem(pid, addr, buf[:n]); err != nil {
-			return nil, err
-		}
-		if i := bytes.IndexByte(buf[:n], 0); i >= 0 {
-			out = append(out, buf[:i]...)
-			if len(out) > limit {
-				return nil, unix.E2BIG
-			}
-			return out, nil
-		}
-		out = append(out, buf[:n]...)
-		if len(out) > limit {
-			return nil, unix.E2BIG
-		}
-		addr += uint64(n)
-	}
-}
-
-func readMem(pid int, addr uint64, buf []byte) error {
-	local := []unix.Iovec{{Base: &buf[0]}}
-	local[0].SetLen(len(buf))
-	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(buf)}}
-	n, err := unix.ProcessVMReadv(pid, local, remote, 0)
-	if err != nil {
-		return err
-	}
-	if n != len(buf) {
-		return fmt.Errorf("read %d of %d bytes of process %d", n, len(buf), pid)
-	}
-	return nil
 }
 
 // guardRefusalMessage is the line the run's result carries.

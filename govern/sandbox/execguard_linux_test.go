@@ -2,11 +2,17 @@ package sandbox
 
 import (
 	"context"
+	"encoding/binary"
+	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
@@ -90,4 +96,130 @@ func TestCredentialWritten(t *testing.T) {
 		{Path: filepath.Join(ws, "leak.txt"), Credential: "gh"},
 		{Path: filepath.Join(ws, "sub", "b64.txt"), Credential: "gh"},
 	}))
+}
+
+// The guard's reader of a caller's argument vector, on this process's own
+// memory laid out as a caller's could be: strings in the chunk of the
+// pointer array or elsewhere, an unaligned array across a chunk boundary
+// (the kernel takes it; a reader that resumes at the boundary misreads
+// every pointer after it), strings across chunks; unreadable memory
+// (EFAULT) and the bounds (E2BIG), whichever comes first.
+func TestExecGuardReadArgv(t *testing.T) {
+	const c = memChunk
+	mem, err := unix.Mmap(-1, 0, 8*c, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
+	assert.NilError(t, err)
+	defer unix.Munmap(mem)
+	base := uint64(uintptr(unsafe.Pointer(&mem[0])))
+	str := func(off int, s string) uint64 {
+		copy(mem[off:], s)
+		mem[off+len(s)] = 0
+		return base + uint64(off)
+	}
+	array := func(off int, ps ...uint64) uint64 {
+		for i, p := range append(ps, 0) {
+			binary.NativeEndian.PutUint64(mem[off+8*i:], p)
+		}
+		return base + uint64(off)
+	}
+	m := newCallerMem()
+	read := func(addr uint64) ([]string, error) {
+		m.reset(os.Getpid())
+		argv, err := m.readArgv(addr)
+		var out []string
+		for _, a := range argv {
+			out = append(out, string(a))
+		}
+		return out, err
+	}
+	long := strings.Repeat("L", 2*c+5)
+
+	// Everything in the array's chunk.
+	a := array(100, str(10, "/bin/true"), str(300, ""), str(40, "x"))
+	got, err := read(a)
+	assert.NilError(t, err)
+	assert.Check(t, is.DeepEqual(got, []string{"/bin/true", "", "x"}))
+	assert.Check(t, is.Equal(m.used, 1), "one read for it all")
+
+	// An unaligned array across chunks 1 and 2, strings in chunks 0, 3
+	// and across 4 to 6.
+	a = array(2*c-12, str(3*c+7, "first"), str(700, "second"), str(4*c+100, long))
+	got, err = read(a)
+	assert.NilError(t, err)
+	assert.Check(t, is.DeepEqual(got, []string{"first", "second", long}))
+	got, err = read(array(0))
+	assert.NilError(t, err)
+	assert.Check(t, is.Len(got, 0))
+
+	// Unreadable memory: a string, the array's continuation, a string
+	// running into it.
+	assert.NilError(t, unix.Mprotect(mem[7*c:], unix.PROT_NONE))
+	defer unix.Mprotect(mem[7*c:], unix.PROT_READ|unix.PROT_WRITE)
+	for name, addr := range map[string]uint64{
+		"string":       array(200, str(20, "ok"), base+7*c+10),
+		"array":        base + 7*c - 8,
+		"running into": array(260, base+7*c-3),
+	} {
+		if name == "array" {
+			binary.NativeEndian.PutUint64(mem[7*c-8:], base+20)
+		}
+		if name == "running into" {
+			copy(mem[7*c-3:], "abc")
+		}
+		_, err := read(addr)
+		assert.Check(t, err != nil && !errors.Is(err, unix.E2BIG), "%s: %v", name, err)
+	}
+
+	// The bounds, and their order with a fault.
+	s := str(3*c+500, "0123456789")
+	m.reset(os.Getpid())
+	_, err = m.str(s, 9)
+	assert.Check(t, is.ErrorIs(err, unix.E2BIG))
+	b, err := m.str(s, 10)
+	assert.NilError(t, err)
+	assert.Check(t, is.Equal(string(b), "0123456789"))
+	m.reset(os.Getpid())
+	_, err = m.str(base+4*c+100, len(long)-1)
+	assert.Check(t, is.ErrorIs(err, unix.E2BIG))
+
+	big, err := unix.Mmap(-1, 0, maxArgvBytes+2*c, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
+	assert.NilError(t, err)
+	defer unix.Munmap(big)
+	for i := range maxArgvBytes + 1 { // one past the bound
+		big[i] = 'b'
+	}
+	huge := uint64(uintptr(unsafe.Pointer(&big[0])))
+	_, err = read(array(300, huge, base+7*c))
+	assert.Check(t, is.ErrorIs(err, unix.E2BIG), "the longer string comes first")
+	_, err = read(array(300, base+7*c, huge))
+	assert.Check(t, err != nil && !errors.Is(err, unix.E2BIG), "the fault comes first: %v", err)
+	big[maxArgvBytes/2] = 0 // two strings, one byte past the bound with their NULs
+	got, err = read(array(300, huge, huge+maxArgvBytes/2+1))
+	assert.Check(t, is.ErrorIs(err, unix.E2BIG))
+	big[maxArgvBytes] = 0 // at the bound
+	got, err = read(array(300, huge, huge+maxArgvBytes/2+1))
+	assert.NilError(t, err)
+	assert.Check(t, is.Len(got, 2))
+
+	// The number of arguments.
+	ptrs := make([]byte, 8*(maxArgvArgs+1))
+	for i := range maxArgvArgs + 1 {
+		binary.NativeEndian.PutUint64(ptrs[8*i:], base+20)
+	}
+	bounded := func(n int) error {
+		binary.NativeEndian.PutUint64(ptrs[8*n:], 0)
+		defer binary.NativeEndian.PutUint64(ptrs[8*n:], base+20)
+		_, err := read(uint64(uintptr(unsafe.Pointer(&ptrs[0]))))
+		return err
+	}
+	assert.NilError(t, bounded(maxArgvArgs))
+	binary.NativeEndian.PutUint64(ptrs[8*maxArgvArgs:], base+20)
+	ptrs = append(ptrs, make([]byte, 8)...)
+	assert.Check(t, is.ErrorIs(bounded(maxArgvArgs+1), unix.E2BIG))
+	runtime.KeepAlive(ptrs)
+
+	// The buffers serve the next call, shrunk.
+	got, err = read(array(100, base+10, base+40))
+	assert.NilError(t, err)
+	assert.Check(t, is.DeepEqual(got, []string{"/bin/true", "x"}))
+	assert.Check(t, len(m.chunks) <= keepChunks && cap(m.argv) <= 1024)
 }
