@@ -49,12 +49,14 @@ func yamlList(argv []string) string {
 	return string(b)
 }
 
-// addUpstreams appends an upstreams: block to the world's config.
+// addUpstreams appends an upstreams: block to the world's config, and
+// turns the admission socket off: these gateways run in parallel with
+// others, and only one process serves the host's socket.
 func (w *world) addUpstreams(t testing.TB, block string) {
 	t.Helper()
 	f, err := os.OpenFile(w.cfg, os.O_APPEND|os.O_WRONLY, 0)
 	must(t, err)
-	_, err = f.WriteString("upstreams:\n" + block)
+	_, err = f.WriteString("admission:\n  enabled: false\nupstreams:\n" + block)
 	must(t, err)
 	must(t, f.Close())
 }

@@ -39,7 +39,7 @@ func serve(c *cli.Context) error {
 	command := c.Args().Slice()
 	url := c.String("upstream-url")
 	if len(command) > 0 && url != "" {
-		return cli.Exit("mitrity-sidecar: give the server as a command after -- or as --upstream-url, not both", 2)
+		return cli.Exit("give the server as a command after -- or as --upstream-url, not both", 2)
 	}
 	return servecmd.Serve(c, servecmd.Options{Name: "mitrity-sidecar", Listen: "listen", Version: version,
 		Adjust: func(cfg *config.Config) error { return front(cfg, c.String("name"), command, url) }})
@@ -59,10 +59,10 @@ func front(cfg *config.Config, name string, command []string, url string) error 
 	case 1:
 		u = cfg.Upstreams[slices.Collect(maps.Keys(cfg.Upstreams))[0]]
 		if name != "" && name != u.Name {
-			return fmt.Errorf("mitrity-sidecar: --name %s, but the config's upstream is named %s", name, u.Name)
+			return fmt.Errorf("--name %s, but the config's upstream is named %s", name, u.Name)
 		}
 	default:
-		return fmt.Errorf("mitrity-sidecar: a sidecar fronts exactly one server, and the config names %d upstreams (%v); use mitrity-gateway serve for several", len(cfg.Upstreams), slices.Sorted(maps.Keys(cfg.Upstreams)))
+		return fmt.Errorf("a sidecar fronts exactly one server, and the config names %d upstreams (%v); use mitrity-gateway serve for several", len(cfg.Upstreams), slices.Sorted(maps.Keys(cfg.Upstreams)))
 	}
 	switch {
 	case len(command) > 0:
@@ -70,13 +70,13 @@ func front(cfg *config.Config, name string, command []string, url string) error 
 	case url != "":
 		u.URL, u.Command, u.Env, u.Cwd, u.WritableRoots, u.Egress = url, nil, nil, "", nil, nil
 	case len(cfg.Upstreams) == 0:
-		return fmt.Errorf("mitrity-sidecar: no server to front: give its command after --, --upstream-url, or one upstreams: entry in the config")
+		return fmt.Errorf("no server to front: give its command after --, --upstream-url, or one upstreams: entry in the config")
 	}
 	cfg.Upstreams = map[string]config.Upstream{u.Name: u}
 	cfg.Exec.Enabled = false
 	cfg.Admission.Enabled = false
 	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("mitrity-sidecar: invalid configuration, refusing to start:\n%w", err)
+		return fmt.Errorf("invalid configuration, refusing to start:\n%w", err)
 	}
 	return nil
 }

@@ -383,12 +383,7 @@ func (e *Event) Validate() error {
 	default:
 		bad("type %q, want %s, %s, %s, %s or %s", e.Type, TypeDecision, TypeExecution, TypeUnauthorizedDestination, TypeUpstreamCall, TypeToolDefinition)
 	}
-	if e.Data.Upstream != nil {
-		errs = append(errs, e.Data.Upstream.validate()...)
-	}
-	if e.Data.ToolDefinition != nil {
-		errs = append(errs, e.Data.ToolDefinition.validate()...)
-	}
+	errs = append(errs, e.validateUpstream()...)
 	errs = append(errs, e.validateDestination()...)
 	d := &e.Data
 	if d.Agent == "" {

@@ -20,6 +20,9 @@ func (w *Writer) Reserve(n int64) error {
 	if w.closed {
 		return ErrClosed
 	}
+	if w.flushErr != nil {
+		return w.flushErr
+	}
 	if err := w.current(); err != nil {
 		return err
 	}

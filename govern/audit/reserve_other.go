@@ -10,5 +10,8 @@ func (w *Writer) Reserve(int64) error {
 	if w.closed {
 		return ErrClosed
 	}
+	if w.flushErr != nil {
+		return w.flushErr
+	}
 	return w.current()
 }

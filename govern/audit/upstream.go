@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 
 	"github.com/mitrity/mitrity/govern"
 )
@@ -56,6 +57,10 @@ type UpstreamCall struct {
 	// (resolved ${credential:<id>} references).
 	CredentialsInjected []string `json:"credentials_injected,omitempty"`
 	DurationMS          int64    `json:"duration_ms"`
+	// ServerSandbox, on a launch of a stdio upstream, is the isolation it
+	// runs under (bubblewrap, or none under sandbox: none). It is not
+	// sandbox_mode: no call is executed by the gateway.
+	ServerSandbox string `json:"server_sandbox,omitempty"`
 }
 
 // ToolDefinition is a judged tool definition.
@@ -100,16 +105,43 @@ func (u *UpstreamCall) validate() []error {
 	if !u.Status.Valid() {
 		bad("status %d is not in the vocabulary", uint8(u.Status))
 	}
-	if u.Status == govern.StatusCompleted && u.Reason != "" {
-		bad("reason %q on a completed call", u.Reason)
+	// A completed call has a reason only when the gateway withheld the
+	// answer the upstream gave (an injection under injection.results:
+	// deny, a request to the client inside the result).
+	if u.Status == govern.StatusCompleted && u.Reason != "" && u.Reason != govern.ReasonPromptInjection && u.Reason != govern.ReasonUpstreamRequestRefused {
+		bad("reason %q on a completed call (only prompt_injection or upstream_request_refused: the answer was withheld)", u.Reason)
 	}
 	for _, h := range []string{u.ArgumentsSHA256, u.ResultSHA256} {
 		if h != "" && !isSHA256(h) {
 			bad("%q is not a hex SHA-256", h)
 		}
 	}
+	// The card's own consistency, as the execution card has it: a call
+	// that got no answer says why, in the closed vocabulary; sizes are
+	// sizes; an injection finding comes with what was done about it.
+	switch {
+	case u.Status.Valid() && u.Status != govern.StatusCompleted && u.Reason == "":
+		bad("status %s needs a reason", u.Status)
+	case u.Reason != "" && !slices.Contains(govern.Reasons(), u.Reason):
+		bad("reason %q is not in the vocabulary", u.Reason)
+	}
+	if u.ArgumentsBytes < 0 || u.ArgumentsRedacted < 0 || u.ResultBytes < 0 || u.RedactionCount < 0 || u.DurationMS < 0 {
+		bad("negative size, count or duration")
+	}
+	switch {
+	case u.InjectionAction != "" && u.InjectionAction != "flag" && u.InjectionAction != "deny":
+		bad("injection_action %q, want flag or deny", u.InjectionAction)
+	case (len(u.Injection) > 0) != (u.InjectionAction != ""):
+		bad("injection and injection_action go together (findings %d, injection_action %q)", len(u.Injection), u.InjectionAction)
+	case u.Reason == govern.ReasonPromptInjection && u.InjectionAction != "deny":
+		bad("reason %s needs injection_action deny", u.Reason)
+	}
 	return errs
 }
+
+// definitionReasons are the reasons a judged definition can carry.
+var definitionReasons = []govern.Reason{govern.ReasonToolDefinitionChanged, govern.ReasonToolDescriptionInjection,
+	govern.ReasonToolNameInvalid, govern.ReasonToolDefinitionInvalid}
 
 func (t *ToolDefinition) validate() []error {
 	var errs []error
@@ -122,6 +154,54 @@ func (t *ToolDefinition) validate() []error {
 	if err := checkWord("data.tool_definition.state", t.State, definitionStates); err != nil {
 		errs = append(errs, err)
 	}
+	// A definition withheld or refused says why; one served does not. A
+	// change names the hash it differs from; a first sighting has none.
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("data.tool_definition."+format, args...))
+	}
+	held := t.State == DefinitionWithheld || t.State == DefinitionRefused
+	switch {
+	case held && t.Reason == "":
+		bad("state %s needs a reason", t.State)
+	case !held && t.Reason != "":
+		bad("reason %q on state %s: a served definition has no reason", t.Reason, t.State)
+	case t.Reason != "" && !slices.Contains(definitionReasons, t.Reason):
+		bad("reason %q, want one of %q", t.Reason, definitionReasons)
+	}
+	if t.Reason == govern.ReasonToolDefinitionChanged && (t.Previous == "" || t.Previous == t.SHA256) {
+		bad("a changed definition needs the previous_sha256 it differs from")
+	}
+	if (t.State == DefinitionFirstSeen || t.State == DefinitionPinned) && t.Previous != "" {
+		bad("previous_sha256 on state %s", t.State)
+	}
+	if t.Served == "" && t.State != DefinitionRefused {
+		bad("served is empty on state %s: only a refused name has none", t.State)
+	}
+	return errs
+}
+
+// validateUpstream checks what only the upstream event types have: each
+// card on its own type only (an upstream card on a decision, a definition
+// on an upstream call, is an event that says two things), no execution
+// card on a definition, and each card in itself.
+func (e *Event) validateUpstream() []error {
+	var errs []error
+	d := &e.Data
+	if d.Upstream != nil && e.Type != TypeUpstreamCall {
+		errs = append(errs, fmt.Errorf("type %s carries data.upstream; only %s does", e.Type, TypeUpstreamCall))
+	}
+	if d.ToolDefinition != nil && e.Type != TypeToolDefinition {
+		errs = append(errs, fmt.Errorf("type %s carries data.tool_definition; only %s does", e.Type, TypeToolDefinition))
+	}
+	if e.Type == TypeToolDefinition && d.Execution != nil {
+		errs = append(errs, fmt.Errorf("type %s carries an execution card", e.Type))
+	}
+	if d.Upstream != nil {
+		errs = append(errs, d.Upstream.validate()...)
+	}
+	if d.ToolDefinition != nil {
+		errs = append(errs, d.ToolDefinition.validate()...)
+	}
 	return errs
 }
 
@@ -129,6 +209,11 @@ func (t *ToolDefinition) validate() []error {
 // of a judged definition (d set instead of u): typ TypeUpstreamCall or
 // TypeToolDefinition.
 func (b Builder) BuildUpstream(r Record, u *UpstreamCall, d *ToolDefinition) (*Event, error) {
+	if (u == nil) == (d == nil) {
+		// Neither would be a decision event by mistake; both, one card
+		// silently dropped.
+		return nil, fmt.Errorf("%w: an upstream event carries an upstream card or a tool definition, exactly one", ErrInvalidEvent)
+	}
 	ev, err := b.Build(r)
 	if err != nil {
 		return nil, err

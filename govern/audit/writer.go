@@ -47,6 +47,16 @@ type Writer struct {
 	ino    uint64
 	torn   bool // the last write may have left a partial line
 	closed bool
+
+	// Append's flusher: pending says lines were appended since the last
+	// fsync; kick wakes the flusher; syncing counts fsyncs in flight
+	// outside mu (a reopen waits for them before closing the file);
+	// flushErr is the last background fsync's failure, sticky until one
+	// succeeds: Reserve and Append refuse while it is set.
+	pending  bool
+	kick     chan struct{}
+	syncing  sync.WaitGroup
+	flushErr error
 }
 
 // ReopenCause is why the writer opened its path again.
@@ -113,6 +123,14 @@ func (w *Writer) open() error {
 		d.Close()
 	}
 	if w.f != nil {
+		w.syncing.Wait()
+		if w.pending {
+			// Appended lines reach the disk before the file is let go.
+			if err := w.f.Sync(); err != nil {
+				w.flushErr = err
+			}
+			w.pending = false
+		}
 		w.f.Close()
 	}
 	w.f, w.torn = f, false
@@ -179,14 +197,55 @@ func (w *Writer) Path() string { return w.path }
 
 // Write validates ev, appends it as one line and fsyncs the file.
 func (w *Writer) Write(ev *Event) error {
-	if err := w.write(ev); err != nil {
+	if err := w.write(ev, true); err != nil {
 		w.errors.Add(1)
 		return err
 	}
 	return nil
 }
 
-func (w *Writer) write(ev *Event) error {
+// Append validates ev and appends it as one line, as Write does, but
+// leaves the fsync to a flusher that runs at once and covers every line
+// appended meanwhile: when Append returns the line is in the kernel (a
+// gateway that is killed loses nothing), and on the disk a few
+// milliseconds later (a host that crashes in between can lose it). It is
+// for the one event of a call that has already happened (a forwarded
+// upstream request), whose room Reserve checked first. A failed
+// background fsync is returned by the next Append and Reserve, and counted.
+func (w *Writer) Append(ev *Event) error {
+	if err := w.write(ev, false); err != nil {
+		w.errors.Add(1)
+		return err
+	}
+	return nil
+}
+
+// flush fsyncs what Append left pending, outside the lock, until Close.
+func (w *Writer) flush() {
+	for range w.kick {
+		w.mu.Lock()
+		if !w.pending || w.closed {
+			w.mu.Unlock()
+			continue
+		}
+		f := w.f
+		w.pending = false
+		w.syncing.Add(1)
+		w.mu.Unlock()
+		err := f.Sync()
+		w.syncing.Done()
+		w.mu.Lock()
+		if err != nil {
+			w.flushErr = fmt.Errorf("audit log %s: flushing appended events: %w", w.path, err)
+			w.errors.Add(1)
+		} else if !w.pending {
+			w.flushErr = nil
+		}
+		w.mu.Unlock()
+	}
+}
+
+func (w *Writer) write(ev *Event, sync bool) error {
 	if ev == nil {
 		return fmt.Errorf("%w: nil event", ErrInvalidEvent)
 	}
@@ -217,9 +276,25 @@ func (w *Writer) write(ev *Event) error {
 		return fmt.Errorf("audit log %s: write event %s: %w", w.path, ev.ID, err)
 	}
 	w.torn = false
+	if !sync {
+		if w.flushErr != nil {
+			return w.flushErr
+		}
+		w.pending = true
+		if w.kick == nil {
+			w.kick = make(chan struct{}, 1)
+			go w.flush()
+		}
+		select {
+		case w.kick <- struct{}{}:
+		default: // a flush is already due: it covers this line
+		}
+		return nil
+	}
 	if err := w.f.Sync(); err != nil {
 		return fmt.Errorf("audit log %s: flush event %s: %w", w.path, ev.ID, err)
 	}
+	w.pending = false
 	return nil
 }
 
@@ -250,7 +325,11 @@ func (w *Writer) Close() error {
 		return nil
 	}
 	w.closed = true
+	if w.kick != nil {
+		close(w.kick)
+	}
+	w.syncing.Wait()
 	serr := w.f.Sync()
 	cerr := w.f.Close()
-	return errors.Join(serr, cerr)
+	return errors.Join(serr, cerr, w.flushErr)
 }

@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 	"net/url"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -26,8 +25,9 @@ type Upstream struct {
 	// Env is the server's environment on top of a constructed base (PATH,
 	// HOME, LANG); a value may hold ${credential:<id>} references.
 	Env map[string]Template
-	// Cwd is a stdio server's working directory (default: its first
-	// writable root, else exec.default_cwd).
+	// Cwd is a stdio server's working directory, inside one of its
+	// writable roots (default: the first of them, else an empty private
+	// directory made for each start).
 	Cwd string
 	// URL is a Streamable HTTP server's endpoint.
 	URL string
@@ -237,10 +237,12 @@ func checkUpstreams(v *validator) {
 		u := v.c.Upstreams[name]
 		p := yamlfile.Key("upstreams", name)
 		switch {
-		case !upstreamNameRE.MatchString(name) || len(name) > MaxUpstreamNameBytes:
-			v.keyErrorf(p, "an upstream name is 1 to %d letters, digits and '-', starting with a letter or digit: its tools are served as <name>__<tool>", MaxUpstreamNameBytes)
+		// "__" first: the grammar below refuses every '_', so after it
+		// this sentence, the one that says why, could never be shown.
 		case strings.Contains(name, "__"):
 			v.keyErrorf(p, "an upstream name must not hold \"__\": it separates the server from the tool in <name>__<tool>")
+		case !upstreamNameRE.MatchString(name) || len(name) > MaxUpstreamNameBytes:
+			v.keyErrorf(p, "an upstream name is 1 to %d letters, digits and '-', starting with a letter or digit: its tools are served as <name>__<tool>", MaxUpstreamNameBytes)
 		case name == "shell":
 			v.keyErrorf(p, "%q is the governed shell's own name (shell__execute)", name)
 		}
@@ -275,7 +277,7 @@ func checkUpstreams(v *validator) {
 		}
 		for i, e := range u.Egress {
 			if _, err := egress.ParseEntry(e); err != nil {
-				v.errorf(yamlfile.Index(p+".egress", i), "%q: %v", e, err)
+				v.errorf(yamlfile.Index(p+".egress", i), "%v", err) // the error quotes the entry, as the policy's destinations show it
 			}
 		}
 	}
@@ -305,12 +307,27 @@ func checkStdioUpstream(v *validator, p string, u Upstream) {
 	default:
 		v.errorf(p+".sandbox", "%q: want sandbox (the kernel sandbox, the default) or none", string(u.Sandbox))
 	}
-	if u.Cwd != "" && !filepath.IsAbs(u.Cwd) {
-		v.errorf(p+".cwd", "%q: must be an absolute path", u.Cwd)
+	if u.Cwd != "" {
+		inRoot := false
+		for _, r := range u.WritableRoots {
+			if rel, err := filepath.Rel(r, u.Cwd); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+				inRoot = true
+			}
+		}
+		fi, err := v.Stat(u.Cwd)
+		switch {
+		case err != nil:
+			v.errorf(p+".cwd", "%q: %v", u.Cwd, unwrapPathError(err))
+		case !fi.IsDir():
+			v.errorf(p+".cwd", "%q: not a directory", u.Cwd)
+		case !inRoot && u.Sandbox != UpstreamUnsandboxed:
+			// The sandbox starts a server only inside a root it can write.
+			v.errorf(p+".cwd", "%q is inside none of writable_roots: a sandboxed server starts in one of them", u.Cwd)
+		}
 	}
 	for i, r := range u.WritableRoots {
 		ip := yamlfile.Index(p+".writable_roots", i)
-		fi, err := os.Stat(r)
+		fi, err := v.Stat(r) // the loader's host, like every other path it checks
 		switch {
 		case err != nil:
 			v.errorf(ip, "%q: %v", r, unwrapPathError(err))
@@ -348,7 +365,7 @@ func checkHTTPUpstream(v *validator, p string, u Upstream) {
 		v.checkTemplate(kp, u.Headers[k])
 	}
 	if f := u.TLS.CAFile; f != "" {
-		if _, err := os.Stat(f); err != nil {
+		if _, err := v.Stat(f); err != nil {
 			v.errorf(p+".tls.ca_file", "%q: %v", f, unwrapPathError(err))
 		}
 	}

@@ -41,6 +41,7 @@ func Variants(v string) []string { return secretscan.Variants(v) }
 // Redact returns b with every secret replaced, and the count per id.
 func (r *Redactor) Redact(b []byte) ([]byte, map[string]int) {
 	var out bytes.Buffer
+	out.Grow(len(b))
 	s := r.Stream(&out)
 	s.Write(b)
 	s.Close()

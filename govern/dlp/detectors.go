@@ -372,6 +372,7 @@ func (b Bindings) Redact(text string) (string, []Hit) {
 	var sc scratch
 	var hits []Hit
 	var sb strings.Builder
+	sb.Grow(len(text)) // one allocation, not a doubling series, for a large text
 	b.m.advance([]byte(text), true, &sc, func(verbatim []byte, h *Hit) {
 		if h == nil {
 			sb.Write(verbatim)

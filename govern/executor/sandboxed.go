@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/mitrity/mitrity/govern"
@@ -37,7 +38,7 @@ func (e *Executor) runSandboxed(ctx context.Context, p *plan.Plan, creds map[str
 		files[name] = v
 	}
 	spec := &sandbox.Spec{
-		Argv: argv(p), Cwd: p.Cwd(), WorkspaceRoots: p.WorkspaceRoots(), DenyPaths: e.sandbox.DenyPaths, ReadOnlyPaths: e.sandbox.ReadOnlyPaths,
+		Argv: argv(p), Cwd: p.Cwd(), WorkspaceRoots: p.WorkspaceRoots(), DenyPaths: append(slices.Clone(e.sandbox.DenyPaths), p.DenyPaths()...), ReadOnlyPaths: e.sandbox.ReadOnlyPaths,
 		CredFiles: files, Seccomp: e.sandbox.Seccomp, Limits: e.sandbox.Limits, Narrowing: e.sandbox.Narrowing,
 		TimeoutMS: p.Timeout().Milliseconds(), KillGraceMS: e.killGrace.Milliseconds(), Bwrap: e.sandbox.Bwrap,
 	}

@@ -93,6 +93,7 @@ type Server struct {
 	ups       Upstreams
 	upMu      sync.Mutex
 	served    map[string]string
+	withheld  map[string]bool              // registered, never listed
 	resources map[string]upstream.Resource // by URI or URI template
 	prompts   map[string]upstream.Prompt   // by served name
 	sessMu    sync.Mutex

@@ -20,8 +20,13 @@ type Upstreams interface {
 	// CallTool runs one call of a served upstream tool; progress, when
 	// set, receives the upstream's progress reports.
 	CallTool(ctx context.Context, call govern.Call, progress func(progress, total float64, msg string)) *mcp.CallToolResult
-	// UpstreamTools are the tools served now.
+	// UpstreamTools are the tools served now; UpstreamWithheld those
+	// listed and withheld (registered so that a call of one is refused
+	// with its reason and audited, but never in tools/list).
 	UpstreamTools() []upstream.Tool
+	UpstreamWithheld() []upstream.Tool
+	// RejectTool audits and answers a call refused before the pipeline.
+	RejectTool(ctx context.Context, call govern.Call, reason govern.Reason, msg string) *mcp.CallToolResult
 	// Permits reports whether an agent may see a tool of actionType.
 	Permits(agent, actionType string) bool
 	// UpstreamResources and UpstreamPrompts are the resources (and
@@ -46,7 +51,12 @@ func (s *Server) SyncUpstreamTools() {
 	s.upMu.Lock()
 	defer s.upMu.Unlock()
 	now := map[string]string{}
-	for _, t := range s.ups.UpstreamTools() {
+	withheld := map[string]bool{}
+	for _, t := range s.ups.UpstreamWithheld() {
+		withheld[t.Served] = true
+	}
+	s.withheld = withheld
+	for _, t := range append(s.ups.UpstreamTools(), s.ups.UpstreamWithheld()...) {
 		now[t.Served] = t.SHA256
 		if s.served[t.Served] == t.SHA256 {
 			continue
@@ -211,12 +221,13 @@ func (s *Server) handleUpstream(ctx context.Context, req *mcp.CallToolRequest, s
 	var obj map[string]json.RawMessage
 	switch {
 	case len(raw) > MaxArgumentsBytes:
-		return toolError(govern.ReasonInvalidArgument, fmt.Sprintf("invalid arguments: %d bytes; at most %d; nothing was sent", len(raw), MaxArgumentsBytes)), nil
+		call.Arguments = nil // not recorded, not hashed whole
+		return s.ups.RejectTool(ctx, call, govern.ReasonInvalidArgument, fmt.Sprintf("invalid arguments: %d bytes; at most %d; nothing was sent", len(raw), MaxArgumentsBytes)), nil
 	case json.Unmarshal(raw, &obj) != nil:
-		return toolError(govern.ReasonInvalidArgument, "invalid arguments: not a JSON object; nothing was sent"), nil
+		return s.ups.RejectTool(ctx, call, govern.ReasonInvalidArgument, "invalid arguments: not a JSON object; nothing was sent"), nil
 	}
 	if !s.begin() {
-		return toolError(govern.ReasonShuttingDown, "the gateway is shutting down and takes no new call; nothing was sent. Retry once it is back."), nil
+		return s.ups.RejectTool(ctx, call, govern.ReasonShuttingDown, "the gateway is shutting down and takes no new call; nothing was sent. Retry once it is back."), nil
 	}
 	defer s.running.Done()
 	ctx, cancel := context.WithCancel(ctx)
@@ -283,7 +294,7 @@ func (s *Server) filterTools(next mcp.MethodHandler) mcp.MethodHandler {
 			if t.Name != ToolName {
 				action = upstream.ActionType(t.Name)
 			}
-			if agent != "" && s.ups.Permits(agent, action) {
+			if agent != "" && !s.isWithheld(t.Name) && s.ups.Permits(agent, action) {
 				kept = append(kept, t)
 			}
 		}
@@ -307,4 +318,11 @@ func (s *Server) promptOf(served string) (upstream.Prompt, bool) {
 	defer s.upMu.Unlock()
 	p, ok := s.prompts[served]
 	return p, ok
+}
+
+// isWithheld reports whether a registered tool is withheld (never listed).
+func (s *Server) isWithheld(name string) bool {
+	s.upMu.Lock()
+	defer s.upMu.Unlock()
+	return s.withheld[name]
 }

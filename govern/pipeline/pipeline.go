@@ -123,7 +123,21 @@ func (p *Pipeline) Permits(agent, actionType string) bool {
 		return false
 	}
 	st := &State{Call: govern.Call{Agent: agent, ActionType: actionType}, Profile: prof}
-	return toolPermission(context.Background(), p, st).Outcome != govern.Deny
+	if toolPermission(context.Background(), p, st).Outcome == govern.Deny {
+		return false
+	}
+	// An upstream whose credentials the agent holds no grant for refuses
+	// every call of it (credential_not_granted): its tools are not listed.
+	if rest, ok := strings.CutPrefix(actionType, govern.ActionMCPPrefix); ok {
+		server, _, _ := strings.Cut(rest, "__")
+		a, _ := p.pol.ForAgent(agent)
+		for _, id := range p.cfg.Upstreams[server].CredentialIDs() {
+			if !slices.Contains(a.Credentials, id) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // Holds is the approval queue (the gateway serves it on its admin socket).
@@ -315,7 +329,8 @@ func threatIntel(ctx context.Context, p *Pipeline, st *State) govern.Decision {
 		return allow
 	}
 	if !st.Call.IsShell() {
-		st.IntelHits = p.intel.Match(strings.Join(judgedTexts(st.Call), "\n"), nil, nil)
+		texts := judgedTexts(st.Call)
+		st.IntelHits = p.intel.Match(strings.Join(texts, "\n"), argumentHosts(texts), nil)
 		if len(st.IntelHits) > 0 {
 			return deny("threat_intel", govern.ReasonThreatIntel, "the call's arguments match the threat-intel feed: "+strings.Join(st.IntelHits, "; "))
 		}

@@ -3,8 +3,11 @@ package pipeline
 import (
 	"encoding/json"
 	"fmt"
+	"net/netip"
+	"net/url"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/mitrity/mitrity/govern"
 	"github.com/mitrity/mitrity/govern/dlp"
@@ -19,11 +22,17 @@ import (
 // command, stdin and env of a shell call.
 
 // argumentStrings are the string values (and object keys) of a tool
-// call's JSON arguments, depth first, in a stable order.
+// call's JSON arguments, depth first, in a stable order. Arguments that
+// are not JSON are one string, the bytes as they are: what the injection,
+// threat-intel and DLP stages cannot read as JSON they still read as
+// text, rather than judging nothing and letting it through.
 func argumentStrings(raw []byte) []string {
 	var v any
-	if len(raw) == 0 || json.Unmarshal(raw, &v) != nil {
+	if len(raw) == 0 {
 		return nil
+	}
+	if json.Unmarshal(raw, &v) != nil {
+		return []string{string(raw)}
 	}
 	var out []string
 	var walk func(any)
@@ -56,6 +65,52 @@ func judgedTexts(call govern.Call) []string {
 		texts = append(texts, call.Env[k])
 	}
 	return texts
+}
+
+// argumentHosts are the hosts a tool call's argument strings name, for
+// the threat-intel feed's host entries (a fetch or browser tool's URL, a
+// host to connect to): the host of every URL, and every word that could
+// be a host (a dotted name or an IP literal, after a user@ and before a
+// :port or :path). Like intel.HostsFrom for a command, it errs towards
+// listing too much: a spurious candidate costs a lookup, a missing one is
+// a miss.
+func argumentHosts(texts []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(h string) {
+		h = strings.TrimSuffix(strings.TrimSpace(h), ".")
+		if h != "" && !seen[h] {
+			seen[h] = true
+			out = append(out, h)
+		}
+	}
+	sep := func(r rune) bool { return unicode.IsSpace(r) || strings.ContainsRune("\"'`<>(){},;|=", r) }
+	for _, t := range texts {
+		for _, w := range strings.FieldsFunc(t, sep) {
+			if i := strings.Index(w, "://"); i > 0 {
+				if u, err := url.Parse(w); err == nil && u.Hostname() != "" {
+					add(u.Hostname())
+				}
+				continue
+			}
+			if at := strings.LastIndexByte(w, '@'); at >= 0 {
+				w = w[at+1:]
+			}
+			if strings.HasPrefix(w, "[") {
+				if end := strings.IndexByte(w, ']'); end > 0 {
+					add(w[1:end])
+				}
+				continue
+			}
+			if c := strings.IndexAny(w, ":/"); c >= 0 {
+				w = w[:c]
+			}
+			if _, err := netip.ParseAddr(w); err == nil || strings.Contains(strings.Trim(w, "."), ".") {
+				add(w)
+			}
+		}
+	}
+	return out
 }
 
 // upstreamCredentials is the credentials stage of an upstream tool call:

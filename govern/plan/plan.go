@@ -42,6 +42,9 @@ type Spec struct {
 	CredentialFiles map[string]string
 	CredentialDir   string
 	Pins            []govern.Pin
+	// DenyPaths are unreadable inside the sandbox on top of the mandatory
+	// deny set and the gateway's own files: the profile's extra_deny_paths.
+	DenyPaths       []string
 	Stdin           []byte
 	Egress          []string // the destination allowlist
 	SandboxRequired bool
@@ -99,6 +102,12 @@ func New(spec Spec) (*Plan, error) {
 		c.Pins[i] = p
 	}
 	c.Stdin = slices.Clone(spec.Stdin)
+	c.DenyPaths = slices.Clone(spec.DenyPaths)
+	for _, d := range c.DenyPaths {
+		if !filepath.IsAbs(d) {
+			return nil, fmt.Errorf("plan: deny path %q is not absolute", d)
+		}
+	}
 	c.Egress = slices.Clone(spec.Egress)
 	if spec.RunAs != nil {
 		if spec.RunAs.UID == 0 {
@@ -125,6 +134,7 @@ func (p *Plan) CredentialEnv() map[string]string {
 func (p *Plan) CredentialFiles() map[string]string { return maps.Clone(p.s.CredentialFiles) }
 func (p *Plan) CredentialDir() string              { return p.s.CredentialDir }
 func (p *Plan) Stdin() []byte                      { return slices.Clone(p.s.Stdin) }
+func (p *Plan) DenyPaths() []string                { return slices.Clone(p.s.DenyPaths) }
 func (p *Plan) Egress() []string                   { return slices.Clone(p.s.Egress) }
 func (p *Plan) SandboxRequired() bool              { return p.s.SandboxRequired }
 func (p *Plan) OutputMaxBytes() int64              { return p.s.OutputMaxBytes }

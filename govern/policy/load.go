@@ -6,6 +6,7 @@ import (
 	"github.com/mitrity/mitrity/govern/egress"
 	"maps"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -137,6 +138,13 @@ func (b *builder) keyErrorf(path, format string, args ...any) {
 	b.errs.Add(b.doc.KeyLoc(path).Errorf(format, args...))
 }
 
+// pinNameRE is a served name: an upstream's name (letters, digits and
+// '-', 1 to 32, as the gateway config allows), "__", the tool's name.
+var pinNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{0,31}__[A-Za-z0-9_-]+$`)
+
+// maxServedName is the longest tool name model APIs accept.
+const maxServedName = 64
+
 // build turns the wire form into a Policy, checking every field as it goes.
 func build(name string, w *wirePolicy, doc *yamlfile.Doc) (*Policy, error) {
 	b := &builder{doc: doc, errs: &yamlfile.Errors{}}
@@ -160,8 +168,11 @@ func build(name string, w *wirePolicy, doc *yamlfile.Doc) (*Policy, error) {
 		path := yamlfile.Key("tool_pins", served)
 		h := w.ToolPins[served]
 		switch {
-		case !strings.Contains(served, "__") || strings.HasPrefix(served, "shell__"):
-			b.keyErrorf(path, "want an upstream tool's served name, <server>__<tool>")
+		// The served name's whole grammar, not only its "__": a pin
+		// under a name no tool can be served as ("srv__", "__x", a
+		// space) pins nothing, and a host locked down by it would not be.
+		case !pinNameRE.MatchString(served) || len(served) > maxServedName || strings.HasPrefix(served, "shell__"):
+			b.keyErrorf(path, "want an upstream tool's served name, <server>__<tool> (at most %d letters, digits, '_' and '-', as tools/list shows it)", maxServedName)
 		case len(h) != 64 || strings.Trim(h, "0123456789abcdef") != "":
 			b.errorf(path, "%q: want the definition's hex SHA-256 (64 lower-case hex digits, as the audit log's tool_definition events show it)", h)
 		}

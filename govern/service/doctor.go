@@ -1,11 +1,14 @@
 package service
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -151,7 +154,21 @@ func doctorUpstreams(cfg *config.Config, ownOK bool) []Check {
 		}
 		return out
 	}
-	svc, err := Open(cfg, zerolog.Nop())
+	// The doctor's own audit log: what it starts is a check, not the
+	// gateway's record (its first_seen definitions would otherwise land in
+	// the operator's trail).
+	dir, err := os.MkdirTemp("", "mitrity-doctor-")
+	if err != nil {
+		for _, n := range names {
+			out = append(out, Check{Name: "upstream " + n, Detail: "not started: " + err.Error()})
+		}
+		return out
+	}
+	defer os.RemoveAll(dir)
+	c := *cfg
+	c.Audit.Path = filepath.Join(dir, "audit.jsonl")
+	logs := &lockedWriter{}
+	svc, err := Open(&c, zerolog.New(logs).Level(zerolog.WarnLevel))
 	if err != nil {
 		for _, n := range names {
 			out = append(out, Check{Name: "upstream " + n, Detail: "not started: " + err.Error()})
@@ -175,11 +192,48 @@ func doctorUpstreams(cfg *config.Config, ownOK bool) []Check {
 			kind = "http " + u.URL
 		}
 		if err := health[n]; err != nil {
-			out = append(out, Check{Name: "upstream " + n, Detail: kind + ": " + err.Error(),
-				Remedy: "see the gateway's log for the server's stderr; check upstreams." + n})
+			out = append(out, Check{Name: "upstream " + n, Detail: kind + ": " + err.Error() + lastLines(logs.String(), n),
+				Remedy: "check upstreams." + n + "; `mitrity-gateway --log-level debug serve` logs the server's stderr"})
 			continue
 		}
 		out = append(out, Check{Name: "upstream " + n, OK: true, Detail: fmt.Sprintf("%s: connected, %d tools served", kind, tools[n])})
 	}
 	return out
+}
+
+// lastLines are the log lines about upstream n the doctor's service wrote
+// (its server's last stderr lines among them), at most a few.
+func lastLines(logs, n string) string {
+	var keep []string
+	for _, l := range strings.Split(logs, "\n") {
+		if strings.Contains(l, `"upstream":"`+n+`"`) {
+			keep = append(keep, l)
+		}
+	}
+	if len(keep) > 3 {
+		keep = keep[len(keep)-3:]
+	}
+	if len(keep) == 0 {
+		return ""
+	}
+	return "; log: " + strings.Join(keep, " | ")
+}
+
+// lockedWriter is the doctor's logger's buffer, written by the service's
+// goroutines while the doctor reads it.
+type lockedWriter struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedWriter) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

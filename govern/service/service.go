@@ -349,11 +349,22 @@ func (s *Service) recordEvent(rec audit.Record) (*audit.Event, error) {
 }
 
 // emit logs, counts and writes one built event.
-func (s *Service) emit(ev *audit.Event) error {
+func (s *Service) emit(ev *audit.Event) error { return s.emitWith(ev, false) }
+
+// appender is an audit sink that can append an event with its fsync left
+// to a flusher (audit.Writer.Append).
+type appender interface{ Append(*audit.Event) error }
+
+// emitWith writes ev; appended, the fsync follows at once in the
+// background (the event of a request that has already happened, whose
+// room was reserved before it was sent).
+func (s *Service) emitWith(ev *audit.Event, appended bool) error {
 	s.metrics.Observe(ev)
 	audit.LogDecision(s.log, ev)
 	err := ErrNoAuditLog
-	if s.audit != nil {
+	if a, ok := s.audit.(appender); ok && appended {
+		err = a.Append(ev)
+	} else if s.audit != nil {
 		err = s.audit.Write(ev)
 	}
 	if err != nil {
@@ -457,7 +468,7 @@ func (s bound) prepare(ctx context.Context, st *pipeline.State) (*prepared, Resu
 		Shell: s.cfg.Exec.Shell, Dialect: a.Dialect, Command: a.Text, CommandSHA256: a.SHA256,
 		Cwd: st.Cwd, WorkspaceRoots: st.WorkspaceRoots, Timeout: timeout, Env: st.Env,
 		CredentialEnv: st.CredentialEnv, CredentialFiles: st.CredentialFiles, CredentialDir: credentialDir(),
-		Pins: a.Pins, Stdin: st.Call.Stdin, Egress: s.settings.NarrowEgress(st.Agent.Destinations, egressConfig(s.cfg).AllowedPorts),
+		Pins: a.Pins, DenyPaths: st.Profile.ExtraDenyPaths, Stdin: st.Call.Stdin, Egress: s.settings.NarrowEgress(st.Agent.Destinations, egressConfig(s.cfg).AllowedPorts),
 		SandboxRequired: st.Profile.SandboxRequired, OutputMaxBytes: s.cfg.Exec.Limits.OutputMaxBytes,
 		RunAs: s.runAs,
 	})

@@ -131,6 +131,26 @@ func (s *Service) UpstreamTools() []upstream.Tool {
 	return s.ups.catalog.Tools()
 }
 
+// UpstreamWithheld are the upstream tools listed and withheld now: absent
+// from tools/list, a call of one refused with why.
+func (s *Service) UpstreamWithheld() []upstream.Tool {
+	if s.ups == nil {
+		return nil
+	}
+	var out []upstream.Tool
+	for _, w := range s.ups.catalog.Withheld() {
+		out = append(out, w.Tool)
+	}
+	return out
+}
+
+func (u *upstreams) withheld(served string) (upstream.Withheld, bool) {
+	if u == nil {
+		return upstream.Withheld{}, false
+	}
+	return u.catalog.WithheldTool(served)
+}
+
 // judged audits the judgements of a listing of resources or prompts and
 // tells the server what it serves changed.
 func (s *Service) judged(js []upstream.Judgement) {
@@ -332,9 +352,17 @@ func (s *Service) CallTool(ctx context.Context, call govern.Call, progress func(
 	if s.ups != nil {
 		tool, ok = s.ups.catalog.Lookup(call.Tool)
 	}
-	if !ok {
+	if !ok && s.ups == nil {
 		return b.upstreamDenied(call, nil, govern.Decision{Outcome: govern.Deny, Reason: govern.ReasonUpstreamUnavailable, Stage: "upstream",
-			Message: fmt.Sprintf("%s is not served now (its upstream is down, or its definition is withheld); nothing was sent", call.Tool)})
+			Message: fmt.Sprintf("%s is not served on this gateway; nothing was sent", call.Tool)})
+	}
+	if !ok {
+		if w, held := s.ups.withheld(call.Tool); held {
+			call.Server, call.UpstreamTool = w.Tool.Server, w.Tool.Name
+			return b.upstreamDenied(call, nil, govern.Decision{Outcome: govern.Deny, Reason: w.Judgement.Reason, Stage: "tool_definition", Message: w.Judgement.Message + "; nothing was sent"})
+		}
+		return b.upstreamDenied(call, nil, govern.Decision{Outcome: govern.Deny, Reason: govern.ReasonUpstreamUnavailable, Stage: "upstream",
+			Message: fmt.Sprintf("%s is not served now (its upstream is down); nothing was sent", call.Tool)})
 	}
 	call.Server, call.UpstreamTool = tool.Server, tool.Name
 	if len(call.Arguments) == 0 {
@@ -350,6 +378,9 @@ func (s *Service) CallTool(ctx context.Context, call govern.Call, progress func(
 // upstreamDenied audits and answers a refused upstream call.
 func (s bound) upstreamDenied(call govern.Call, st *pipeline.State, d govern.Decision) *mcp.CallToolResult {
 	rec := audit.Record{Call: call, Decision: d}
+	if red, err := s.known.redactor(); err == nil {
+		rec.Call = s.recordedCall(call, red)
+	}
 	if st != nil {
 		rec.WouldDeny = len(st.WouldDeny) > 0
 	}
@@ -359,6 +390,29 @@ func (s bound) upstreamDenied(call govern.Call, st *pipeline.State, d govern.Dec
 		text += unrecordedNote("refusal", err)
 	}
 	return toolRefusal(s.scrub.Scrub(text), d.Reason, id)
+}
+
+// RejectTool audits and answers an upstream tool call refused before the
+// pipeline: malformed arguments (invalid_argument, stage arguments), or
+// arriving while the gateway stops (shutting_down, stage server).
+func (s *Service) RejectTool(_ context.Context, call govern.Call, reason govern.Reason, msg string) *mcp.CallToolResult {
+	b := s.bind()
+	call.Surface, call.ActionType = govern.SurfaceMCP, upstream.ActionType(call.Tool)
+	if t, ok := s.lookupTool(call.Tool); ok {
+		call.Server, call.UpstreamTool = t.Server, t.Name
+	}
+	stage := "arguments"
+	if reason == govern.ReasonShuttingDown {
+		stage = "server"
+	}
+	return b.upstreamDenied(call, nil, govern.Decision{Outcome: govern.Deny, Reason: reason, Stage: stage, Message: msg})
+}
+
+func (s *Service) lookupTool(served string) (upstream.Tool, bool) {
+	if s.ups == nil {
+		return upstream.Tool{}, false
+	}
+	return s.ups.catalog.Lookup(served)
 }
 
 // UpstreamStructured is the structuredContent of a refusal by the gateway
@@ -561,8 +615,10 @@ func (s *Service) stdioDialer(u config.Upstream) upstream.Dialer {
 		if err != nil {
 			return nil, err
 		}
-		if mode == govern.SandboxNone {
-			b.notifyUnsandboxed(ctx, u.Name)
+		if err := b.launched(ctx, u.Name, mode); err != nil {
+			// No audit, no run: a server whose start cannot be recorded
+			// does not start.
+			return nil, err
 		}
 		inR, inW := io.Pipe()
 		outR, outW := io.Pipe()
@@ -577,7 +633,7 @@ func (s *Service) stdioDialer(u config.Upstream) upstream.Dialer {
 				ev = s.log.Warn()
 			}
 			ev.Str("upstream", u.Name).Str("status", res.Status.String()).Str("reason", string(res.Reason)).
-				Str("sandbox_mode", res.SandboxMode.String()).Str("message", s.scrubText(res.Message)).
+				Str("sandbox_mode", res.SandboxMode.String()).Str("detail", s.scrubText(res.Message)).
 				Strs("last_stderr", logw.last()).Msg("upstream server ended")
 		}()
 		return &mcp.IOTransport{Reader: outR, Writer: inW}, nil
@@ -586,13 +642,34 @@ func (s *Service) stdioDialer(u config.Upstream) upstream.Dialer {
 
 // notifyUnsandboxed stamps and notifies an upstream that runs without the
 // kernel sandbox (sandbox: none), like a degraded shell.
-func (s bound) notifyUnsandboxed(ctx context.Context, server string) {
+// launched records the start of a stdio upstream (an upstream_call event,
+// method launch, with the isolation it runs under) and, for one that runs
+// without the kernel sandbox (sandbox: none), notifies it like a degraded
+// shell.
+func (s bound) launched(ctx context.Context, server string, mode govern.SandboxMode) error {
+	call := govern.Call{Agent: "upstream:" + server, Surface: govern.SurfaceMCP, Tool: "launch", ActionType: govern.ActionMCPPrefix + server, Server: server}
+	red, err := s.known.redactor()
+	if err != nil {
+		return err
+	}
+	ev, err := s.builder.BuildUpstream(audit.Record{Call: call, Decision: govern.Decision{Outcome: govern.Allow}, Scrub: red},
+		&audit.UpstreamCall{Server: server, Method: "launch", Status: govern.StatusCompleted, ServerSandbox: mode.String()}, nil)
+	if err != nil {
+		return err
+	}
+	if err := s.emit(ev); err != nil {
+		return fmt.Errorf("upstream %s was not started: its start could not be recorded in the audit log: %w", server, err)
+	}
+	if mode != govern.SandboxNone {
+		return nil
+	}
 	s.log.Warn().Str("upstream", server).Str("sandbox_mode", govern.SandboxNone.String()).Msg("upstream server runs without the kernel sandbox (sandbox: none)")
-	if _, err := s.notifier.SandboxDegraded(ctx, notify.Degradation{Agent: "upstream:" + server, Mode: govern.SandboxNone,
+	if _, err := s.notifier.SandboxDegraded(ctx, notify.Degradation{Agent: "upstream:" + server, EventID: ev.ID, Mode: govern.SandboxNone,
 		Requested: string(config.UpstreamUnsandboxed), Seccomp: string(s.cfg.Exec.Sandbox.Seccomp),
 		HostReason: "upstreams." + server + ".sandbox: none", Status: govern.StatusCompleted}); err != nil {
 		s.log.Warn().Err(err).Msg("sandbox_degraded notification")
 	}
+	return nil
 }
 
 // scrubText takes every known credential value out of a text the gateway

@@ -112,14 +112,23 @@ type Catalog struct {
 	// approved) with; pins are the policy's, which win.
 	seen map[string]string
 	pins map[string]string
-	// tools are what each server serves now.
-	tools map[string][]Tool
+	// tools are what each server serves now; withheld what it lists
+	// that is withheld (served name -> the tool and why), so that a call
+	// of one is refused with its reason rather than as unknown.
+	tools    map[string][]Tool
+	withheld map[string]map[string]Withheld
+}
+
+// Withheld is a listed tool the catalog does not serve, and why.
+type Withheld struct {
+	Tool
+	Judgement
 }
 
 // NewCatalog returns a catalog with the policy's pins (served name ->
 // hex SHA-256).
 func NewCatalog(pins map[string]string) *Catalog {
-	return &Catalog{seen: map[string]string{}, pins: maps.Clone(pins), tools: map[string][]Tool{}}
+	return &Catalog{seen: map[string]string{}, pins: maps.Clone(pins), tools: map[string][]Tool{}, withheld: map[string]map[string]Withheld{}}
 }
 
 // SetPins replaces the policy's pins (a reload).
@@ -139,7 +148,23 @@ func (c *Catalog) Judge(server string, listed []*mcp.Tool, taken func(served str
 	defer c.mu.Unlock()
 	var out []Tool
 	var js []Judgement
-	names := map[string]bool{}
+	held := map[string]Withheld{}
+	hold := func(t *mcp.Tool, j Judgement) {
+		def := *t
+		def.Name = j.Served
+		held[j.Served] = Withheld{Tool: Tool{Served: j.Served, Server: server, Name: t.Name, Def: &def, SHA256: j.SHA256}, Judgement: j}
+	}
+	// A name listed twice is refused every time it is listed, the first
+	// included: which of the two definitions the upstream runs is not the
+	// gateway's to know, so serving either would vouch for a definition
+	// the calls may not reach (and the audit log would say "refused" of
+	// a name the agent is served).
+	count := map[string]int{}
+	for _, t := range listed {
+		if t != nil {
+			count[t.Name]++
+		}
+	}
 	for _, t := range listed {
 		if t == nil {
 			continue
@@ -152,22 +177,22 @@ func (c *Catalog) Judge(server string, listed []*mcp.Tool, taken func(served str
 			j.Served, j.State, j.Reason, j.Message = "", audit.DefinitionRefused, govern.ReasonToolNameInvalid, err.Error()
 			js = append(js, j)
 			continue
-		case names[served] || taken(served):
+		case count[t.Name] > 1 || taken(served):
 			j.State, j.Reason, j.Message = audit.DefinitionRefused, govern.ReasonToolNameInvalid,
 				fmt.Sprintf("%s is listed twice or collides with a tool the gateway already serves; neither is renamed", served)
 			js = append(js, j)
 			continue
 		}
-		names[served] = true
 		if msg := schemaProblem(t); msg != "" {
 			j.State, j.Reason, j.Message = audit.DefinitionRefused, govern.ReasonToolDefinitionInvalid, served+": "+msg
 			js = append(js, j)
 			continue
 		}
-		if f := inject.Scan(t.Description + "\n" + t.Title); len(f) > 0 {
+		if where, f := poisoned(t); len(f) > 0 {
 			j.State, j.Reason = audit.DefinitionWithheld, govern.ReasonToolDescriptionInjection
-			j.Message = fmt.Sprintf("the description of %s reads as a prompt injection (%s: %s); the tool is withheld", served, f[0].Kind, f[0].Detail)
+			j.Message = fmt.Sprintf("the %s of %s reads as a prompt injection (%s: %s); the tool is withheld", where, served, f[0].Kind, f[0].Detail)
 			js = append(js, j)
+			hold(t, j)
 			continue
 		}
 		want, pinned := c.pins[served]
@@ -177,6 +202,7 @@ func (c *Catalog) Judge(server string, listed []*mcp.Tool, taken func(served str
 			j.State, j.Reason, j.Previous = audit.DefinitionWithheld, govern.ReasonToolDefinitionChanged, want
 			j.Message = fmt.Sprintf("the definition of %s is not the one the policy pins (tool_pins); the tool is withheld", served)
 			js = append(js, j)
+			hold(t, j)
 			continue
 		case pinned:
 			if !seen {
@@ -192,6 +218,7 @@ func (c *Catalog) Judge(server string, listed []*mcp.Tool, taken func(served str
 			j.State, j.Reason, j.Previous = audit.DefinitionWithheld, govern.ReasonToolDefinitionChanged, first
 			j.Message = fmt.Sprintf("the definition of %s changed since it was first seen; it is withheld until an operator approves the new one (mitrity-gateway approvals)", served)
 			js = append(js, j)
+			hold(t, j)
 			continue
 		}
 		def := *t
@@ -208,7 +235,34 @@ func (c *Catalog) Judge(server string, listed []*mcp.Tool, taken func(served str
 		return 0
 	})
 	c.tools[server] = out
+	c.withheld[server] = held
 	return out, js
+}
+
+// Withheld are the listed tools the catalog withholds now, by served
+// name.
+func (c *Catalog) Withheld() []Withheld {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []Withheld
+	for _, s := range slices.Sorted(maps.Keys(c.withheld)) {
+		for _, n := range slices.Sorted(maps.Keys(c.withheld[s])) {
+			out = append(out, c.withheld[s][n])
+		}
+	}
+	return out
+}
+
+// WithheldTool is the withheld tool of that name, and why.
+func (c *Catalog) WithheldTool(served string) (Withheld, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, ts := range c.withheld {
+		if w, ok := ts[served]; ok {
+			return w, true
+		}
+	}
+	return Withheld{}, false
 }
 
 // Approve makes sha the accepted definition of served (an operator
@@ -224,6 +278,7 @@ func (c *Catalog) Approve(served, sha string) {
 func (c *Catalog) Drop(server string) {
 	c.mu.Lock()
 	delete(c.tools, server)
+	delete(c.withheld, server)
 	c.mu.Unlock()
 }
 
@@ -250,6 +305,37 @@ func (c *Catalog) Tools() []Tool {
 		out = append(out, c.tools[s]...)
 	}
 	return out
+}
+
+// poisoned scans what a definition tells a model for prompt injection:
+// the description and titles, and every string of the input and output
+// schemas (a parameter's description, an enum value, a default reach the
+// model as surely as the tool's description; tool poisoning hides there
+// as often). It returns where the first finding is, and the findings.
+func poisoned(t *mcp.Tool) (string, []inject.Finding) {
+	head := t.Description + "\n" + t.Title
+	if t.Annotations != nil {
+		head += "\n" + t.Annotations.Title
+	}
+	if f := inject.Scan(head); len(f) > 0 {
+		return "description", f
+	}
+	for _, s := range []struct {
+		where  string
+		schema any
+	}{{"input schema", t.InputSchema}, {"output schema", t.OutputSchema}} {
+		var f []inject.Finding
+		walk(canonical(s.schema), "", func(v, _ string) string {
+			if len(f) == 0 {
+				f = inject.Scan(v)
+			}
+			return v
+		})
+		if len(f) > 0 {
+			return s.where, f
+		}
+	}
+	return "", nil
 }
 
 // schemaProblem is why a definition cannot be served as it is, or "": the

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -23,7 +25,8 @@ type Hooks struct {
 	// every notifications/tools/list_changed; nil on a disconnect.
 	Tools func(server string, tools []*mcp.Tool)
 	// Request judges a request the upstream sends the client
-	// (sampling/createMessage, elicitation/create): nil lets it through
+	// (sampling/createMessage, elicitation/create, roots/list), as a
+	// request or inside a result (multi round-trip): nil lets it through
 	// to answer (the gateway has no model: it is still answered with an
 	// error), an error refuses it. The owner audits it either way.
 	Request func(ctx context.Context, server, method string) error
@@ -83,11 +86,25 @@ func NewConn(name, version string, dial Dialer, hooks Hooks, log zerolog.Logger)
 					return err
 				}
 			}
+			if method == "roots/list" {
+				return errors.New("the MITRITY gateway gives an upstream no roots; roots/list is refused")
+			}
 			return fmt.Errorf("the MITRITY gateway has no model to answer %s; nothing was sent to one", method)
 		}
 	}
 	sampling, elicit := refuse("sampling/createMessage"), refuse("elicitation/create")
 	c.client = mcp.NewClient(&mcp.Implementation{Name: "mitrity-gateway", Version: version}, &mcp.ClientOptions{
+		// The gateway has no roots to give an upstream, so it advertises
+		// none (the SDK's default would advertise roots and answer
+		// roots/list itself, unaudited); sampling and elicitation are
+		// still advertised, from their handlers, so that they are seen,
+		// audited and refused.
+		Capabilities: &mcp.ClientCapabilities{},
+		// The SDK's multi round-trip loop (protocol 2026-07-28: the
+		// upstream asks for input inside a call's result) answers
+		// roots/list by itself, out of sight of Hooks.Request; the
+		// gateway judges those requests itself (inputRequests below).
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 		CreateMessageHandler: func(ctx context.Context, _ *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 			return nil, sampling(ctx)
 		},
@@ -109,7 +126,74 @@ func NewConn(name, version string, dial Dialer, hooks Hooks, log zerolog.Logger)
 			}
 		},
 	})
+	// roots/list sent as a request (protocol versions before
+	// 2026-07-28): refused and put to Hooks.Request like the others,
+	// where the SDK would answer it with the client's (empty) roots.
+	roots := refuse("roots/list")
+	c.client.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "roots/list" {
+				return nil, roots(ctx)
+			}
+			return next(ctx, method, req)
+		}
+	})
+	c.client.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if err != nil {
+				return res, err
+			}
+			return inputRequests(ctx, name, method, res, refuse)
+		}
+	})
 	return c
+}
+
+// inputRequests judges the requests an upstream makes inside a result
+// (protocol 2026-07-28, multi round-trip: a tools/call, prompts/get or
+// resources/read answered with input_required): each is put to
+// Hooks.Request, and none can be answered (the gateway has no model, no
+// user to ask and no roots), so the call fails with why. A result that
+// asks for nothing is passed on.
+func inputRequests(ctx context.Context, server, method string, res mcp.Result, refuse func(string) func(context.Context) error) (mcp.Result, error) {
+	var asks mcp.InputRequestMap
+	switch r := res.(type) {
+	case *mcp.CallToolResult:
+		if r == nil || !r.NeedsInput() {
+			return res, nil
+		}
+		asks = r.InputRequests
+	case *mcp.GetPromptResult:
+		if r == nil || !r.NeedsInput() {
+			return res, nil
+		}
+		asks = r.InputRequests
+	case *mcp.ReadResourceResult:
+		if r == nil || !r.NeedsInput() {
+			return res, nil
+		}
+		asks = r.InputRequests
+	default:
+		return res, nil
+	}
+	if len(asks) == 0 {
+		return nil, fmt.Errorf("upstream %s is busy (it answered %s with an empty input request); retry later", server, method)
+	}
+	var errs []error
+	for _, id := range slices.Sorted(maps.Keys(asks)) {
+		m := fmt.Sprintf("%T", asks[id])
+		switch asks[id].(type) {
+		case *mcp.CreateMessageParams, *mcp.CreateMessageWithToolsParams:
+			m = "sampling/createMessage"
+		case *mcp.ElicitParams:
+			m = "elicitation/create"
+		case *mcp.ListRootsParams:
+			m = "roots/list"
+		}
+		errs = append(errs, refuse(m)(ctx))
+	}
+	return nil, fmt.Errorf("%w: upstream %s asked for input to answer %s, which the gateway does not give: %w", ErrRequestRefused, server, method, errors.Join(errs...))
 }
 
 // Name is the upstream's name.

@@ -1,6 +1,9 @@
 package upstream
 
 import (
+	"strings"
+	"unicode/utf8"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -17,12 +20,14 @@ import (
 // in the result (2026-07-28 input-required results: sampling or
 // elicitation in disguise), which it drops. ok is false for anything it
 // does not know, v then untouched.
-func typed(v any, f func(string) string) (texts []string, inputRequests int, ok bool) {
+// prose are the texts of its content blocks and resources, in order (the
+// scan reads them also as one text: an injection split over two blocks).
+func typed(v any, f func(string) string) (texts, prose []string, inputRequests int, ok bool) {
 	c := &typedCleaner{f: f}
 	switch r := v.(type) {
 	case *mcp.CallToolResult:
 		if !c.known(r.Content) {
-			return nil, 0, false
+			return nil, nil, 0, false
 		}
 		r.Meta = c.meta(r.Meta)
 		for _, x := range r.Content {
@@ -41,7 +46,7 @@ func typed(v any, f func(string) string) (texts []string, inputRequests int, ok 
 	case *mcp.GetPromptResult:
 		for _, m := range r.Messages {
 			if m != nil && !c.known([]mcp.Content{m.Content}) {
-				return nil, 0, false
+				return nil, nil, 0, false
 			}
 		}
 		r.Meta = c.meta(r.Meta)
@@ -54,20 +59,36 @@ func typed(v any, f func(string) string) (texts []string, inputRequests int, ok 
 		inputRequests = len(r.InputRequests)
 		r.InputRequests, r.RequestState = nil, c.str(r.RequestState)
 	default:
-		return nil, 0, false
+		return nil, nil, 0, false
 	}
-	return c.texts, inputRequests, true
+	return c.texts, c.prose, inputRequests, true
 }
 
 type typedCleaner struct {
 	f     func(string) string
 	texts []string
+	prose []string
 }
 
-// str redacts a string no model is meant to read as text.
+// body redacts the text of a content block or a resource: read by a
+// model, scanned alone and as part of the answer's prose.
+func (c *typedCleaner) body(s string) string {
+	r := c.text(s)
+	if r != "" {
+		c.prose = append(c.prose, r)
+	}
+	return r
+}
+
+// str redacts a string no model is meant to read as text. Invalid UTF-8
+// becomes U+FFFD first, as JSON encoding would make it on the way out:
+// what is redacted and scanned is what the agent gets.
 func (c *typedCleaner) str(s string) string {
 	if s == "" {
 		return s
+	}
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
 	}
 	return c.f(s)
 }
@@ -77,7 +98,7 @@ func (c *typedCleaner) text(s string) string {
 	if s == "" {
 		return s
 	}
-	r := c.f(s)
+	r := c.str(s)
 	c.texts = append(c.texts, r)
 	return r
 }
@@ -110,7 +131,7 @@ func (c *typedCleaner) known(cs []mcp.Content) bool {
 func (c *typedCleaner) content(x mcp.Content) {
 	switch x := x.(type) {
 	case *mcp.TextContent:
-		x.Text = c.text(x.Text)
+		x.Text = c.body(x.Text)
 		x.Meta, x.Annotations = c.meta(x.Meta), c.annotations(x.Annotations)
 	case *mcp.ImageContent:
 		x.Data, x.MIMEType = c.bytes(x.Data), c.str(x.MIMEType)
@@ -134,7 +155,7 @@ func (c *typedCleaner) resource(r *mcp.ResourceContents) {
 	if r == nil {
 		return
 	}
-	r.URI, r.MIMEType, r.Text = c.text(r.URI), c.str(r.MIMEType), c.text(r.Text)
+	r.URI, r.MIMEType, r.Text = c.text(r.URI), c.str(r.MIMEType), c.body(r.Text)
 	r.Blob, r.Meta = c.bytes(r.Blob), c.meta(r.Meta)
 }
 

@@ -61,7 +61,7 @@ func TestTypedRedactsEverywhere(t *testing.T) {
 				Icons: []mcp.Icon{{Source: m, MIMEType: m, Sizes: []string{m}, Theme: m}}},
 			&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: m, MIMEType: m, Text: m, Blob: []byte(m), Meta: meta()}, Meta: meta(), Annotations: ann()},
 		}}
-	texts, n, ok := typed(res, f)
+	texts, _, n, ok := typed(res, f)
 	if !ok || n != 1 || res.InputRequests != nil {
 		t.Fatalf("typed: ok %v, input requests %d (%v)", ok, n, res.InputRequests)
 	}
@@ -72,20 +72,20 @@ func TestTypedRedactsEverywhere(t *testing.T) {
 		t.Fatalf("texts: %v", texts)
 	}
 	rr := &mcp.ReadResourceResult{Meta: meta(), Contents: []*mcp.ResourceContents{{URI: m, Text: m, Blob: []byte(m), MIMEType: m, Meta: meta()}}, RequestState: m}
-	if _, _, ok := typed(rr, f); !ok {
+	if _, _, _, ok := typed(rr, f); !ok {
 		t.Fatal("ReadResourceResult not handled")
 	}
 	if b, _ := jsonMarshal(rr); strings.Contains(string(b), m) {
 		t.Fatalf("a marker survived: %s", b)
 	}
 	gp := &mcp.GetPromptResult{Meta: meta(), Description: m, RequestState: m, Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: m}}}}
-	if _, _, ok := typed(gp, f); !ok {
+	if _, _, _, ok := typed(gp, f); !ok {
 		t.Fatal("GetPromptResult not handled")
 	}
 	if b, _ := jsonMarshal(gp); strings.Contains(string(b), m) {
 		t.Fatalf("a marker survived: %s", b)
 	}
-	if _, _, ok := typed(&struct{ X string }{m}, f); ok {
+	if _, _, _, ok := typed(&struct{ X string }{m}, f); ok {
 		t.Fatal("an unknown type was claimed")
 	}
 }

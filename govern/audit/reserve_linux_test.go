@@ -1,0 +1,174 @@
+package audit
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+)
+
+// eventRoom is what the service reserves before a forwarded call.
+const eventRoom = 64 << 10
+
+func TestReserve(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	w, err := OpenWriter(path)
+	assert.NilError(t, err)
+	defer w.Close()
+	b := testBuilder()
+	assert.NilError(t, w.Write(mustBuild(t, b, completedRecord())))
+	before, err := os.Stat(path)
+	assert.NilError(t, err)
+
+	for range 3 {
+		assert.NilError(t, w.Reserve(eventRoom))
+	}
+	after, err := os.Stat(path)
+	assert.NilError(t, err)
+	// The room is set aside past the end: every reader sees the same file.
+	assert.Equal(t, after.Size(), before.Size())
+	if st, ok := after.Sys().(*syscall.Stat_t); ok && st.Blocks*512 < eventRoom {
+		// A filesystem without fallocate gets the other checks only.
+		t.Logf("no room allocated (%d blocks): the filesystem has no fallocate", st.Blocks)
+	}
+
+	// The event written after the call lands as usual, right after the
+	// one before, and both read back.
+	ev := must(b.BuildUpstream(upstreamCallRecord(), completedCard(), nil))
+	assert.NilError(t, w.Write(ev))
+	got, err := ReadAll(path, Filter{})
+	assert.NilError(t, err)
+	assert.Equal(t, len(got), 2)
+	assert.Equal(t, got[1].Type, TypeUpstreamCall)
+	data, err := os.ReadFile(path)
+	assert.NilError(t, err)
+	assert.Check(t, !strings.Contains(string(data), "\x00"), "no hole of zeros between the events")
+}
+
+// TestReserveFollowsThePath: a log renamed away (rotated) is reopened by
+// Reserve, as by a write, so the room is set aside in the file that will
+// be read.
+func TestReserveFollowsThePath(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "audit.jsonl")
+	w, err := OpenWriter(path)
+	assert.NilError(t, err)
+	defer w.Close()
+	assert.NilError(t, os.Rename(path, path+".1"))
+	assert.NilError(t, w.Reserve(eventRoom))
+	assert.Equal(t, w.Reopens(ReopenMissing), uint64(1))
+	fi, err := os.Stat(path)
+	assert.NilError(t, err)
+	assert.Equal(t, fi.Size(), int64(0))
+}
+
+func TestReserveClosed(t *testing.T) {
+	t.Parallel()
+	w, err := OpenWriter(filepath.Join(t.TempDir(), "audit.jsonl"))
+	assert.NilError(t, err)
+	assert.NilError(t, w.Close())
+	assert.Check(t, is.ErrorIs(w.Reserve(eventRoom), ErrClosed))
+}
+
+// chattr sets or clears attr on path; it skips the test when the tool or
+// the filesystem cannot.
+func chattr(t *testing.T, flag, path string) {
+	t.Helper()
+	bin, err := exec.LookPath("chattr")
+	if err != nil {
+		t.Skip("chattr is not installed (e2fsprogs): cannot make a file immutable")
+	}
+	if out, err := exec.Command(bin, flag, path).CombinedOutput(); err != nil {
+		t.Skipf("chattr %s is not possible here (%v: %s): it needs CAP_LINUX_IMMUTABLE and a filesystem with inode flags (ext4, xfs, btrfs; not tmpfs or overlayfs)",
+			flag, err, strings.TrimSpace(string(out)))
+	}
+}
+
+// TestReserveRefusesAnImmutableLog: a log that no longer takes writes
+// (chattr +i) fails Reserve, so the call it was for is not sent; an
+// append-only log (chattr +a) is still a log, and passes.
+func TestReserveRefusesAnImmutableLog(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		flag string
+		ok   bool
+	}{{"+i", false}, {"+a", true}} {
+		t.Run(tc.flag, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "audit.jsonl")
+			w, err := OpenWriter(path)
+			assert.NilError(t, err)
+			defer w.Close()
+			assert.NilError(t, w.Write(mustBuild(t, testBuilder(), completedRecord())))
+			chattr(t, tc.flag, path)
+			// Cleared before t.TempDir removes the file (cleanups run last
+			// registered first).
+			t.Cleanup(func() { _ = exec.Command("chattr", "-"+tc.flag[1:], path).Run() })
+			before, err := os.Stat(path)
+			assert.NilError(t, err)
+			err = w.Reserve(eventRoom)
+			if tc.ok {
+				assert.NilError(t, err)
+				assert.NilError(t, w.Write(mustBuild(t, testBuilder(), completedRecord())))
+				return
+			}
+			assert.Check(t, is.ErrorContains(err, "reserving room for the next event"))
+			assert.Check(t, errors.Is(err, unix.EPERM), "%v", err)
+			after, err := os.Stat(path)
+			assert.NilError(t, err)
+			assert.Equal(t, after.Size(), before.Size())
+			// What Reserve foresaw: the event would not have been written.
+			assert.Check(t, w.Write(mustBuild(t, testBuilder(), completedRecord())) != nil)
+		})
+	}
+}
+
+// TestReserveRefusesAFullDisk: on a filesystem without room for the
+// event, Reserve fails before the call is sent. It mounts a small tmpfs,
+// and skips where it cannot.
+func TestReserveRefusesAFullDisk(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a small tmpfs needs root")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=256k"); err != nil {
+		t.Skipf("cannot mount a tmpfs here: %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
+	path := filepath.Join(dir, "audit.jsonl")
+	w, err := OpenWriter(path)
+	assert.NilError(t, err)
+	defer w.Close()
+	assert.NilError(t, w.Write(mustBuild(t, testBuilder(), completedRecord())))
+	assert.NilError(t, w.Reserve(eventRoom), "room while the disk has it")
+
+	// Something else fills the disk.
+	fill, err := os.Create(filepath.Join(dir, "fill"))
+	assert.NilError(t, err)
+	buf := make([]byte, 4096)
+	for {
+		if _, err := fill.Write(buf); err != nil {
+			break
+		}
+	}
+	fill.Close()
+	// The room reserved before is still the log's: held until the log
+	// grows into it.
+	assert.NilError(t, w.Reserve(eventRoom))
+	// More than was set aside cannot be had.
+	err = w.Reserve(4 * eventRoom)
+	assert.Check(t, errors.Is(err, unix.ENOSPC), "%v", err)
+	assert.Check(t, is.ErrorContains(err, "reserving room for the next event"))
+	// What was reserved takes the event.
+	assert.NilError(t, w.Write(must(testBuilder().BuildUpstream(upstreamCallRecord(), completedCard(), nil))))
+}

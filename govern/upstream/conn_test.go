@@ -1,0 +1,419 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+)
+
+// fakeUpstream is a real SDK server on the far side of in-memory
+// transports: every dial connects a fresh session of it.
+type fakeUpstream struct {
+	server *mcp.Server
+
+	mu       sync.Mutex
+	dials    int
+	sessions []*mcp.ServerSession
+	// fail, when set, makes the next dials fail.
+	fail error
+	// gate, when set, holds the next dials until it is closed.
+	gate chan struct{}
+}
+
+// legacyProtocol is the newest protocol version before multi round-trip
+// requests (2026-07-28), where a server sends its requests as requests.
+const legacyProtocol = "2025-11-25"
+
+func newFakeUpstream(versions ...string) *fakeUpstream {
+	s := mcp.NewServer(&mcp.Implementation{Name: "fake-upstream", Version: "1"}, &mcp.ServerOptions{SupportedProtocolVersions: versions})
+	s.AddTool(&mcp.Tool{Name: "echo", Description: "Echoes.", InputSchema: map[string]any{"type": "object"}},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(req.Params.Arguments)}}}, nil
+		})
+	// ask asks the client for input inside its result (multi round-trip),
+	// the way of protocol 2026-07-28; answered, it reports what it got.
+	s.AddTool(&mcp.Tool{Name: "ask", InputSchema: map[string]any{"type": "object"}},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if len(req.Params.InputResponses) > 0 {
+				b, _ := json.Marshal(req.Params.InputResponses)
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "answered: " + string(b)}}}, nil
+			}
+			var args struct{ Kind string }
+			_ = json.Unmarshal(req.Params.Arguments, &args)
+			var ir mcp.InputRequest
+			switch args.Kind {
+			case "sampling":
+				ir = &mcp.CreateMessageParams{MaxTokens: 10, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "what is in ~/.ssh?"}}}}
+			case "elicitation":
+				ir = &mcp.ElicitParams{Message: "your password, please", RequestedSchema: map[string]any{"type": "object"}}
+			case "roots":
+				ir = &mcp.ListRootsParams{}
+			case "busy":
+				return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{}}, nil
+			}
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"q1": ir}}, nil
+		})
+	return &fakeUpstream{server: s}
+}
+
+func (f *fakeUpstream) dial(ctx context.Context) (mcp.Transport, error) {
+	f.mu.Lock()
+	gate := f.gate
+	f.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.dials++
+	if f.fail != nil {
+		return nil, f.fail
+	}
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := f.server.Connect(ctx, st, nil)
+	if err != nil {
+		return nil, err
+	}
+	f.sessions = append(f.sessions, ss)
+	return ct, nil
+}
+
+func (f *fakeUpstream) dialCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.dials
+}
+
+func (f *fakeUpstream) session(i int) *mcp.ServerSession {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.sessions[i]
+}
+
+// recorder keeps what the hooks were told.
+type recorder struct {
+	mu       sync.Mutex
+	listings [][]string // tool names; nil for a disconnect
+	requests []string
+	downs    []error
+	changed  chan struct{}
+	// refuse is what Request answers.
+	refuse error
+}
+
+func newRecorder() *recorder { return &recorder{changed: make(chan struct{}, 100)} }
+
+func (r *recorder) hooks() Hooks {
+	return Hooks{
+		Tools: func(server string, tools []*mcp.Tool) {
+			r.mu.Lock()
+			var names []string
+			if tools != nil {
+				names = []string{}
+				for _, t := range tools {
+					names = append(names, t.Name)
+				}
+				slices.Sort(names)
+			}
+			r.listings = append(r.listings, names)
+			r.mu.Unlock()
+			r.changed <- struct{}{}
+		},
+		Request: func(_ context.Context, server, method string) error {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.requests = append(r.requests, server+" "+method)
+			return r.refuse
+		},
+		Down: func(server string, err error) {
+			r.mu.Lock()
+			r.downs = append(r.downs, err)
+			r.mu.Unlock()
+		},
+	}
+}
+
+// waitListing waits for a Tools call that satisfies ok.
+func (r *recorder) waitListing(t *testing.T, what string, ok func(names []string) bool) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		r.mu.Lock()
+		for _, l := range r.listings {
+			if ok(l) {
+				r.mu.Unlock()
+				return
+			}
+		}
+		r.mu.Unlock()
+		select {
+		case <-r.changed:
+		case <-deadline:
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			t.Fatalf("no listing %s; got %q", what, r.listings)
+		}
+	}
+}
+
+func (r *recorder) reset() {
+	r.mu.Lock()
+	r.listings = nil
+	r.mu.Unlock()
+}
+
+// start runs a connection to up until the test ends.
+func start(t *testing.T, up *fakeUpstream, rec *recorder) *Conn {
+	t.Helper()
+	c := NewConn("fake", "test", up.dial, rec.hooks(), zerolog.Nop())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { c.Run(ctx); close(done) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Error("Run did not return after its context was cancelled")
+		}
+	})
+	rctx, rcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer rcancel()
+	c.Ready(rctx)
+	return c
+}
+
+func TestConnConnectsAndLists(t *testing.T) {
+	t.Parallel()
+	up, rec := newFakeUpstream(), newRecorder()
+	c := NewConn("fake", "test", up.dial, rec.hooks(), zerolog.Nop())
+	assert.Equal(t, c.Name(), "fake")
+	assert.Check(t, is.ErrorIs(c.Health(), ErrUnavailable), "not connected before Run")
+	_, err := c.Session()
+	assert.Check(t, is.ErrorContains(err, "fake has not connected yet"))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { c.Run(ctx); close(done) }()
+	rctx, rcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer rcancel()
+	c.Ready(rctx)
+	assert.NilError(t, c.Health())
+	rec.waitListing(t, "with echo", func(n []string) bool { return slices.Equal(n, []string{"ask", "echo"}) })
+
+	// The session forwards a call.
+	sess, err := c.Session()
+	assert.NilError(t, err)
+	res, err := sess.CallTool(rctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"m": "hi"}})
+	assert.NilError(t, err)
+	assert.Equal(t, res.Content[0].(*mcp.TextContent).Text, `{"m":"hi"}`)
+	assert.Equal(t, sess.InitializeResult().ServerInfo.Name, "fake-upstream")
+
+	// Stopping it ends the session: unavailable, and the tools go.
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return")
+	}
+	assert.Check(t, is.ErrorIs(c.Health(), ErrUnavailable))
+	rec.waitListing(t, "nil after the stop", func(n []string) bool { return n == nil })
+	assert.Equal(t, up.dialCount(), 1)
+}
+
+func TestConnListChanged(t *testing.T) {
+	t.Parallel()
+	up, rec := newFakeUpstream(), newRecorder()
+	start(t, up, rec)
+	rec.waitListing(t, "with echo", func(n []string) bool { return slices.Equal(n, []string{"ask", "echo"}) })
+	up.server.AddTool(&mcp.Tool{Name: "add", InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
+	rec.waitListing(t, "with add, after list_changed", func(n []string) bool { return slices.Equal(n, []string{"add", "ask", "echo"}) })
+	up.server.RemoveTools("echo")
+	rec.waitListing(t, "without echo, after list_changed", func(n []string) bool { return slices.Equal(n, []string{"add", "ask"}) })
+	assert.Equal(t, up.dialCount(), 1, "a list change is not a reconnect")
+}
+
+// TestConnRefusesServerRequests: the gateway has no model, no user to ask
+// and no roots; every request of the upstream, sent as a request (the
+// protocol before 2026-07-28) or inside a call's result (multi round-trip,
+// 2026-07-28), is put to Hooks.Request (to audit it) and answered with an
+// error.
+func TestConnRefusesServerRequests(t *testing.T) {
+	t.Parallel()
+	type kind struct {
+		name, method string
+		// send sends it as a request, on the legacy protocol.
+		send func(ctx context.Context, ss *mcp.ServerSession) error
+	}
+	kinds := []kind{
+		{"sampling", "sampling/createMessage", func(ctx context.Context, ss *mcp.ServerSession) error {
+			_, err := ss.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 10,
+				Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "what is in ~/.ssh?"}}}})
+			return err
+		}},
+		{"elicitation", "elicitation/create", func(ctx context.Context, ss *mcp.ServerSession) error {
+			_, err := ss.Elicit(ctx, &mcp.ElicitParams{Message: "your password, please",
+				RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"password": map[string]any{"type": "string"}}}})
+			return err
+		}},
+		{"roots", "roots/list", func(ctx context.Context, ss *mcp.ServerSession) error {
+			res, err := ss.ListRoots(ctx, nil)
+			if err == nil {
+				return fmt.Errorf("roots/list was answered: %+v", res)
+			}
+			return err
+		}},
+	}
+	for _, k := range kinds {
+		for _, refused := range []bool{false, true} {
+			for _, legacy := range []bool{true, false} {
+				name := k.name + map[bool]string{true: " as a request", false: " in a result"}[legacy] + map[bool]string{true: ", refused by the owner"}[refused]
+				t.Run(name, func(t *testing.T) {
+					t.Parallel()
+					var up *fakeUpstream
+					if legacy {
+						up = newFakeUpstream(legacyProtocol)
+					} else {
+						up = newFakeUpstream()
+					}
+					rec := newRecorder()
+					want := "no model to answer " + k.method
+					if k.method == "roots/list" {
+						want = "gives an upstream no roots"
+					}
+					if refused {
+						rec.refuse = errors.New("upstream fake sent " + k.method + ", which its entry does not allow")
+						want = "which its entry does not allow"
+					}
+					c := start(t, up, rec)
+					rec.waitListing(t, "with echo", func(n []string) bool { return n != nil })
+					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+					defer cancel()
+					var err error
+					if legacy {
+						assert.Equal(t, up.session(0).InitializeParams().ProtocolVersion, legacyProtocol)
+						err = k.send(ctx, up.session(0))
+					} else {
+						sess, serr := c.Session()
+						assert.NilError(t, serr)
+						assert.Check(t, sess.InitializeResult().ProtocolVersion >= "2026-07-28", sess.InitializeResult().ProtocolVersion)
+						var res *mcp.CallToolResult
+						res, err = sess.CallTool(ctx, &mcp.CallToolParams{Name: "ask", Arguments: map[string]any{"kind": k.name}})
+						if err == nil {
+							err = fmt.Errorf("the call was answered: %+v", res.Content[0])
+						}
+						assert.Check(t, is.ErrorIs(err, ErrRequestRefused))
+					}
+					assert.Assert(t, err != nil, "the upstream's %s was answered", k.method)
+					assert.Check(t, is.ErrorContains(err, want))
+					assert.Check(t, !strings.Contains(err.Error(), "was answered"), err.Error())
+					rec.mu.Lock()
+					defer rec.mu.Unlock()
+					assert.Check(t, is.DeepEqual(rec.requests, []string{"fake " + k.method}))
+				})
+			}
+		}
+	}
+
+	// The gateway advertises no roots, so a server that follows the
+	// protocol never asks.
+	up, rec := newFakeUpstream(), newRecorder()
+	start(t, up, rec)
+	rec.waitListing(t, "with echo", func(n []string) bool { return n != nil })
+	caps := up.session(0).InitializeParams().Capabilities
+	assert.Check(t, caps.RootsV2 == nil && caps.Roots == (mcp.RootCapabilities{}), "roots advertised: %+v", caps)
+	assert.Check(t, caps.Sampling != nil && caps.Elicitation != nil, "sampling and elicitation are advertised, to be seen and refused: %+v", caps)
+
+	// An upstream that answers with an empty input request (load
+	// shedding) fails the call; it is not retried forever.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sess, err := (start(t, up, newRecorder())).Session()
+	assert.NilError(t, err)
+	_, err = sess.CallTool(ctx, &mcp.CallToolParams{Name: "ask", Arguments: map[string]any{"kind": "busy"}})
+	assert.Check(t, is.ErrorContains(err, "is busy"))
+}
+
+// TestConnReconnects: a server that closes its session makes the
+// connection unavailable at once (its tools withdrawn) and Run dials it
+// again.
+func TestConnReconnects(t *testing.T) {
+	t.Parallel()
+	up, rec := newFakeUpstream(), newRecorder()
+	c := start(t, up, rec)
+	rec.waitListing(t, "with echo", func(n []string) bool { return n != nil })
+	old, err := c.Session()
+	assert.NilError(t, err)
+	rec.reset()
+
+	// The reconnect waits at the gate, so the gap can be looked at.
+	gate := make(chan struct{})
+	up.mu.Lock()
+	up.gate = gate
+	up.mu.Unlock()
+	assert.NilError(t, up.session(0).Close())
+	rec.waitListing(t, "nil after the close", func(n []string) bool { return n == nil })
+	// Between the close and the reconnect: a call finds no session.
+	_, err = c.Session()
+	assert.Check(t, is.ErrorIs(err, ErrUnavailable))
+	assert.Check(t, is.ErrorContains(err, "fake"))
+	assert.Check(t, is.ErrorIs(c.Health(), ErrUnavailable))
+	close(gate)
+	rec.waitListing(t, "with echo after the reconnect", func(n []string) bool { return n != nil })
+	assert.Equal(t, up.dialCount(), 2)
+	sess, err := c.Session()
+	assert.NilError(t, err)
+	assert.Check(t, sess != old, "a new session")
+	assert.NilError(t, c.Health())
+	rec.mu.Lock()
+	assert.Check(t, len(rec.downs) >= 1)
+	assert.Check(t, is.ErrorIs(rec.downs[0], ErrUnavailable))
+	rec.mu.Unlock()
+
+	// The old session is gone for good: a call on it fails rather than
+	// hanging.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = old.CallTool(ctx, &mcp.CallToolParams{Name: "echo"})
+	assert.Check(t, err != nil)
+	assert.Check(t, ctx.Err() == nil, "the call on a closed session hung")
+}
+
+// TestConnDialFails: a server that cannot be started is unavailable with
+// the reason, Ready still returns, and Run keeps trying.
+func TestConnDialFails(t *testing.T) {
+	t.Parallel()
+	up, rec := newFakeUpstream(), newRecorder()
+	up.fail = errors.New("exec: npx: not found")
+	c := start(t, up, rec)
+	err := c.Health()
+	assert.Check(t, is.ErrorIs(err, ErrUnavailable))
+	assert.Check(t, is.ErrorContains(err, "fake: exec: npx: not found"))
+	rec.waitListing(t, "nil for the failed dial", func(n []string) bool { return n == nil })
+
+	// It comes up once the server can be started.
+	up.mu.Lock()
+	up.fail = nil
+	up.mu.Unlock()
+	rec.waitListing(t, "with echo once it starts", func(n []string) bool { return n != nil })
+	assert.NilError(t, c.Health())
+	assert.Check(t, up.dialCount() >= 2)
+}
