@@ -73,7 +73,7 @@ FUZZ_TARGETS := govern/mcpserver:FuzzStdioFraming govern/mcpserver:FuzzHTTPEndpo
 	govern/shell:FuzzAnalyze govern/shell:FuzzAnalyzeCredentials govern/config:FuzzLoad \
 	govern/policy:FuzzParse hook/framework:FuzzParse govern/secretscan:FuzzFeed \
 	govern/dlp:FuzzCredentialStream govern/ownfiles:FuzzScrub govern/egress:FuzzParseEntry \
-	govern/secretscan:FuzzSamplingAsReference
+	govern/secretscan:FuzzSamplingAsReference govern/upstream:FuzzClean
 fuzz:
 	@scripts/fuzz $(MODULE) $(FUZZTIME) $(FUZZ_TARGETS)
 

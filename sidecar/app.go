@@ -41,7 +41,7 @@ func serve(c *cli.Context) error {
 	if len(command) > 0 && url != "" {
 		return cli.Exit("give the server as a command after -- or as --upstream-url, not both", 2)
 	}
-	return servecmd.Serve(c, servecmd.Options{Name: "mitrity-sidecar", Listen: "listen", Version: version,
+	return servecmd.Serve(c, servecmd.Options{Listen: "listen", Version: version,
 		Adjust: func(cfg *config.Config) error { return front(cfg, c.String("name"), command, url) }})
 }
 

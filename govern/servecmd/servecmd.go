@@ -100,7 +100,7 @@ func Flags(listen string) []cli.Flag {
 
 // Options say what a binary's serving does beyond the common part.
 type Options struct {
-	// Name prefixes the errors ("serve", "mitrity-sidecar").
+	// Name prefixes the errors ("serve"; "" for none).
 	Name string
 	// Listen is the name of the HTTP flag (http or listen).
 	Listen  string
@@ -115,6 +115,15 @@ type Options struct {
 	Before func(ctx context.Context, cfg *config.Config, svc *service.Service, logger zerolog.Logger, grace time.Duration) (stop func(), done bool, err error)
 }
 
+// prefix starts each of the command line's messages ("" for a binary
+// whose messages its own name already starts).
+func (o Options) prefix() string {
+	if o.Name == "" {
+		return ""
+	}
+	return o.Name + ": "
+}
+
 // UpstreamWait is how long serving waits for the upstreams' first
 // connect before it answers clients (a slow one is served once it is up).
 const UpstreamWait = 15 * time.Second
@@ -123,7 +132,7 @@ const UpstreamWait = 15 * time.Second
 func Serve(c *cli.Context, o Options) error {
 	listen := o.Listen
 	if c.Bool("stdio") && c.IsSet(listen) {
-		return cli.Exit(fmt.Sprintf("%s: --stdio and --%s are exclusive", o.Name, listen), 2)
+		return cli.Exit(o.prefix()+fmt.Sprintf("--stdio and --%s are exclusive", listen), 2)
 	}
 	logger := cliapp.Logger(c)
 	addr := c.String(listen)
@@ -131,23 +140,23 @@ func Serve(c *cli.Context, o Options) error {
 	if c.IsSet(listen) {
 		loopback, err := mcpserver.CheckListenAddr(addr)
 		if err != nil {
-			return cli.Exit(o.Name+": "+err.Error(), 2)
+			return cli.Exit(o.prefix()+err.Error(), 2)
 		}
 		if !loopback {
 			logger.Warn().Str("addr", addr).Msg("serving on a non-loopback address: anyone who can reach it and holds a token can call its tools")
 		}
 		if c.String("token-file") == "" {
-			return cli.Exit(fmt.Sprintf("%s: --%s needs --token-file (lines of `TOKEN AGENT_ID`, mode 0600): no token, no call", o.Name, listen), 2)
+			return cli.Exit(o.prefix()+fmt.Sprintf("--%s needs --token-file (lines of `TOKEN AGENT_ID`, mode 0600): no token, no call", listen), 2)
 		}
 		if tokens, err = mcpserver.LoadTokens(c.String("token-file")); err != nil {
-			return cli.Exit(o.Name+": --token-file: "+err.Error(), 2)
+			return cli.Exit(o.prefix()+"--token-file: "+err.Error(), 2)
 		}
 	} else if c.IsSet("token-file") {
-		return cli.Exit(fmt.Sprintf("%s: --token-file applies to --%s only", o.Name, listen), 2)
+		return cli.Exit(o.prefix()+fmt.Sprintf("--token-file applies to --%s only", listen), 2)
 	}
 	limits, err := httpLimits(c)
 	if err != nil {
-		return cli.Exit(o.Name+": "+err.Error(), 2)
+		return cli.Exit(o.prefix()+err.Error(), 2)
 	}
 
 	load := func() (*config.Config, error) {
@@ -163,7 +172,7 @@ func Serve(c *cli.Context, o Options) error {
 	}
 	svc, err := service.Open(cfg, logger, FlagFiles(c)...)
 	if err != nil {
-		return cli.Exit(fmt.Sprintf("%s: %v", o.Name, err), 126)
+		return cli.Exit(o.prefix()+err.Error(), 126)
 	}
 	defer svc.Close()
 
@@ -185,7 +194,7 @@ func Serve(c *cli.Context, o Options) error {
 		svc.SetMetrics(m)
 		_, stopAdmin, err := startAdmin(ctx, cfg.Admin.Listen, m, logger)
 		if err != nil {
-			return cli.Exit(fmt.Sprintf("%s: admin.listen: %v", o.Name, err), 1)
+			return cli.Exit(o.prefix()+"admin.listen: "+err.Error(), 1)
 		}
 		defer stopAdmin()
 	}
@@ -217,7 +226,7 @@ func Serve(c *cli.Context, o Options) error {
 		startUpstreams(cfg, svc, srv, o.Version)
 		logger.Info().Str("agent", c.String("agent")).Msg("serving MCP on stdio")
 		if err := srv.ServeStdio(ctx, mcpserver.StdioTransport(logger), grace); err != nil && ctx.Err() == nil {
-			return cli.Exit(fmt.Sprintf("%s: %v", o.Name, err), 1)
+			return cli.Exit(o.prefix()+err.Error(), 1)
 		}
 		return nil
 	}
@@ -227,7 +236,7 @@ func Serve(c *cli.Context, o Options) error {
 	reserve := mcpserver.FDReserve(cfg.Exec.Limits.MaxConcurrent)
 	budget, err := mcpserver.ConnBudget(reserve)
 	if err != nil {
-		return cli.Exit(o.Name+": "+err.Error(), 1)
+		return cli.Exit(o.prefix()+err.Error(), 1)
 	}
 	if limits.MaxConns > budget {
 		logger.Warn().Int("requested", limits.MaxConns).Int("budget", budget).Int("reserved_for_executions", reserve).Msg("--max-connections lowered to what the file descriptor limit allows")
@@ -238,13 +247,13 @@ func Serve(c *cli.Context, o Options) error {
 	startUpstreams(cfg, svc, srv, o.Version)
 	l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
 	if err != nil {
-		return cli.Exit(fmt.Sprintf("%s: %v", o.Name, err), 1)
+		return cli.Exit(o.prefix()+err.Error(), 1)
 	}
 	logger.Info().Str("addr", l.Addr().String()).Int("tokens", tokens.Len()).Int("max_connections", limits.MaxConns).
 		Int("max_connections_per_peer", limits.MaxConnsPerPeer).Int("max_sessions", limits.MaxSessions).
 		Dur("session_idle_timeout", limits.SessionIdleTimeout).Msg("serving MCP on Streamable HTTP")
 	if err := srv.ServeHTTP(ctx, l, tokens, grace); err != nil {
-		return cli.Exit(fmt.Sprintf("%s: %v", o.Name, err), 1)
+		return cli.Exit(o.prefix()+err.Error(), 1)
 	}
 	return nil
 }
