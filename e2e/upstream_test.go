@@ -76,6 +76,12 @@ profiles:
 // with args and connects the SDK client to its stdio.
 func (w *world) session(t testing.TB, opts *mcp.ClientOptions, bin string, args ...string) *mcp.ClientSession {
 	t.Helper()
+	return w.sessionOn(t, "", opts, bin, args...)
+}
+
+// sessionOn is session on a protocol version ("" for the SDK's latest).
+func (w *world) sessionOn(t testing.TB, version string, opts *mcp.ClientOptions, bin string, args ...string) *mcp.ClientSession {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = w.ws
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "E2E_GITHUB_TOKEN=" + secretToken, "HOME=" + w.dir}
@@ -87,7 +93,11 @@ func (w *world) session(t testing.TB, opts *mcp.ClientOptions, bin string, args 
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	var so *mcp.ClientSessionOptions
+	if version != "" {
+		so = &mcp.ClientSessionOptions{ProtocolVersion: version}
+	}
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, so)
 	if err != nil {
 		t.Fatalf("connect to %v: %v\n%s", args, err, stderr.String())
 	}
@@ -450,5 +460,44 @@ func TestUpstreamInspector(t *testing.T) {
 	m, code = run("--method", "resources/list")
 	if code != 0 || !strings.Contains(fmt.Sprint(m), "demo://") {
 		t.Fatalf("resources/list: %d %v", code, m)
+	}
+}
+
+// TestUpstreamSamplingAllowed: with allow_requests.sampling an upstream's
+// sampling request during a call goes to the agent's own client (whose
+// model answers it), and comes back in the tool's result; audited as
+// allowed. Without it (TestUpstreamEverything) it is refused. The agent's
+// session is on 2025-11-25: on 2026-07-28 a server may not send a request
+// while it serves one (it would return it inside its result, SEP-2322),
+// which the gateway does not pass on, so there it stays refused.
+func TestUpstreamSamplingAllowed(t *testing.T) {
+	argv := npmServer(t, "server-everything", "stdio")
+	w := newWorldBackend(t, false, upstreamPolicy, "auto")
+	w.addUpstreams(t, "  everything:\n    command: "+yamlList(argv)+"\n    allow_requests: {sampling: true}\n")
+	var asked int
+	var mu sync.Mutex
+	opts := &mcp.ClientOptions{CreateMessageHandler: func(_ context.Context, r *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+		mu.Lock()
+		asked++
+		mu.Unlock()
+		return &mcp.CreateMessageResult{Model: "e2e-model", Role: "assistant", Content: &mcp.TextContent{Text: "the agent's model answered"}}, nil
+	}}
+	cs := w.sessionOn(t, "2025-11-25", opts, w.bin, "--log-level", "warn", "serve", "--stdio", "--config", w.cfg, "--admin-dir", w.admin)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "everything__trigger-sampling-request", Arguments: map[string]any{"prompt": "hi", "maxTokens": 10}})
+	must(t, err)
+	if res.IsError || !strings.Contains(resultJSON(res), "the agent's model answered") {
+		t.Fatalf("sampling through the gateway: %s", resultJSON(res))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if asked != 1 {
+		t.Fatalf("the agent's client was asked %d times", asked)
+	}
+	cs.Close()
+	evs := w.upstreamEvents(t, "sampling/createMessage")
+	if len(evs) != 1 || field(evs[0], "data", "decision", "outcome") != "allow" {
+		t.Fatalf("sampling events: %v", evs)
 	}
 }

@@ -51,9 +51,8 @@ type Upstream struct {
 	// with a truncation marker.
 	ResultMaxBytes int64
 	// AllowSampling, AllowElicitation: the upstream's requests of that
-	// kind are answered (with the gateway's refusal otherwise). The
-	// gateway itself has no model: an allowed sampling request is still
-	// answered with an error, audited as allowed.
+	// kind are passed on to the agent whose call is in flight (refused
+	// otherwise); audited either way.
 	AllowSampling    bool
 	AllowElicitation bool
 }

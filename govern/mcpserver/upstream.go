@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mitrity/mitrity/govern"
+	"github.com/mitrity/mitrity/govern/service"
 	"github.com/mitrity/mitrity/govern/upstream"
 )
 
@@ -241,6 +242,11 @@ func (s *Server) handleUpstream(ctx context.Context, req *mcp.CallToolRequest, s
 		progress = func(p, total float64, msg string) {
 			req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: p, Total: total, Message: msg})
 		}
+	}
+	if req.Session != nil {
+		// A request the upstream sends during the call, when its entry
+		// allows it, goes to this agent's client.
+		ctx = service.WithPeer(ctx, req.Session)
 	}
 	return s.ups.CallTool(ctx, call, progress), nil
 }

@@ -127,6 +127,7 @@ func exchange[T any](ctx context.Context, fw *forwarding, do func(context.Contex
 	}
 	cctx, cancel := context.WithTimeout(ctx, time.Duration(cfg.CallTimeoutSeconds)*time.Second)
 	defer cancel()
+	defer s.ups.calls.hold(ctx, server)()
 	res, err := do(cctx, sess, args)
 	var rpcErr *jsonrpc.Error
 	switch {

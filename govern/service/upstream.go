@@ -59,6 +59,8 @@ type upstreams struct {
 	changed func()
 	// taken reports names the gateway serves itself.
 	taken func(string) bool
+	// calls are the agents' sides of the calls in flight, by upstream.
+	calls inflight
 	// progress routes an upstream's progress notifications (by the token
 	// the gateway sent) to the agent's call.
 	progress map[string]func(float64, float64, string)
@@ -95,6 +97,8 @@ func (s *Service) StartUpstreams(changed func(), taken func(string) bool, wait t
 			Prompts:  func(server string, ps []*mcp.Prompt) { s.judged(u.offers.JudgePrompts(server, ps)) },
 			Request:  s.upstreamRequest,
 			Progress: s.onProgress,
+			Sample:   s.sample,
+			Elicit:   s.elicit,
 			Down: func(server string, err error) {
 				s.log.Warn().Err(err).Str("upstream", server).Msg("upstream is down: its tools are withdrawn until it is back")
 			},

@@ -38,6 +38,11 @@ type Hooks struct {
 	// none).
 	Resources func(server string, resources []*mcp.Resource, templates []*mcp.ResourceTemplate)
 	Prompts   func(server string, prompts []*mcp.Prompt)
+	// Sample and Elicit answer an allowed request (Request returned nil)
+	// by passing it on to the agent whose call asked for it; nil, or an
+	// error, refuses it.
+	Sample func(ctx context.Context, server string, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error)
+	Elicit func(ctx context.Context, server string, p *mcp.ElicitParams) (*mcp.ElicitResult, error)
 	// Progress receives the upstream's notifications/progress.
 	Progress func(token any, progress, total float64, message string)
 }
@@ -75,6 +80,10 @@ type Conn struct {
 	upOnce sync.Once
 }
 
+// errNoModel is the answer to an allowed request the owner does not pass
+// on: the gateway itself has no model and no person to ask.
+var errNoModel = errors.New("the MITRITY gateway has no model")
+
 // NewConn returns the connection to upstream name.
 func NewConn(name, version string, dial Dialer, hooks Hooks, log zerolog.Logger) *Conn {
 	c := &Conn{name: name, dial: dial, hooks: hooks, log: log, up: make(chan struct{}),
@@ -89,7 +98,7 @@ func NewConn(name, version string, dial Dialer, hooks Hooks, log zerolog.Logger)
 			if method == "roots/list" {
 				return errors.New("the MITRITY gateway gives an upstream no roots; roots/list is refused")
 			}
-			return fmt.Errorf("the MITRITY gateway has no model to answer %s; nothing was sent to one", method)
+			return fmt.Errorf("%w to answer %s; nothing was sent to one", errNoModel, method)
 		}
 	}
 	sampling, elicit := refuse("sampling/createMessage"), refuse("elicitation/create")
@@ -105,11 +114,19 @@ func NewConn(name, version string, dial Dialer, hooks Hooks, log zerolog.Logger)
 		// roots/list by itself, out of sight of Hooks.Request; the
 		// gateway judges those requests itself (inputRequests below).
 		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
-		CreateMessageHandler: func(ctx context.Context, _ *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-			return nil, sampling(ctx)
+		CreateMessageHandler: func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			err := sampling(ctx) // judged and audited once
+			if errors.Is(err, errNoModel) && hooks.Sample != nil {
+				return hooks.Sample(ctx, name, req.Params)
+			}
+			return nil, err
 		},
-		ElicitationHandler: func(ctx context.Context, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			return nil, elicit(ctx)
+		ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			err := elicit(ctx)
+			if errors.Is(err, errNoModel) && hooks.Elicit != nil {
+				return hooks.Elicit(ctx, name, req.Params)
+			}
+			return nil, err
 		},
 		ToolListChangedHandler: func(ctx context.Context, req *mcp.ToolListChangedRequest) {
 			go c.relist(req.Session)
