@@ -24,7 +24,7 @@ func BenchmarkUpstreamCall(b *testing.B) {
 	state := filepath.Join(w.dir, "bench-state")
 	must(b, os.MkdirAll(state, 0o777))
 	must(b, os.Chmod(state, 0o777))
-	w.addUpstreams(b, "  bench:\n    command: "+yamlList([]string{hostile, "--state", state})+"\n    writable_roots: ["+state+"]\n")
+	w.addUpstreams(b, "  bench:\n    command: "+yamlList([]string{hostile, "--state", state})+"\n    writable_roots: ["+state+"]\n    call_timeout_seconds: 5\n")
 	sidecar := filepath.Join(w.dir, "mitrity-sidecar")
 	installBinary(b, binPath(b, "mitrity-sidecar"), sidecar)
 	loop := func(b *testing.B, cs *mcp.ClientSession, tool string) {
