@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 )
 
@@ -23,11 +24,35 @@ var binaries = []string{
 // binDir is the directory holding the binaries under test, set by TestMain.
 var binDir string
 
+// atExit are removals of what tests made to share across the test binary
+// (copies outside /tmp the sandbox can see); TestMain runs them last.
+var (
+	atExitMu sync.Mutex
+	atExit   []func()
+)
+
+// onExit registers f to run when the test binary ends.
+func onExit(f func()) {
+	atExitMu.Lock()
+	atExit = append(atExit, f)
+	atExitMu.Unlock()
+}
+
+func runAtExit() {
+	atExitMu.Lock()
+	defer atExitMu.Unlock()
+	for _, f := range atExit {
+		f()
+	}
+}
+
 // TestMain finds the binaries under test: $MITRITY_BIN when set (make test
 // sets it to the freshly built bin/), otherwise a temporary directory into
 // which it builds all of them from this workspace.
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
+	code := run(m)
+	runAtExit()
+	os.Exit(code)
 }
 
 func run(m *testing.M) int {

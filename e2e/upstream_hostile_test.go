@@ -104,18 +104,11 @@ var (
 // hostileBinary builds the fixture once per test binary, into a 0755
 // directory under /var/tmp: the sandbox's /tmp is a fresh tmpfs, so a
 // binary under /tmp would not be visible to the sandboxed upstream, while
-// /var/tmp is part of its read-only view of the host. Directories left by
-// earlier runs (there is no hook at the end of the test binary) are
-// removed once they are a few hours old.
+// /var/tmp is part of its read-only view of the host. It is removed when
+// the test binary ends.
 func hostileBinary(t testing.TB) string {
 	t.Helper()
 	hostileOnce.Do(func() {
-		old, _ := filepath.Glob("/var/tmp/mitrity-e2e-hostile-*")
-		for _, d := range old {
-			if fi, err := os.Stat(d); err == nil && time.Since(fi.ModTime()) > 6*time.Hour {
-				os.RemoveAll(d)
-			}
-		}
 		root, err := workspaceRoot()
 		if err != nil {
 			hostileErr = err
@@ -126,6 +119,7 @@ func hostileBinary(t testing.TB) string {
 			hostileErr = err
 			return
 		}
+		onExit(func() { os.RemoveAll(dir) })
 		if hostileErr = os.Chmod(dir, 0o755); hostileErr != nil {
 			return
 		}

