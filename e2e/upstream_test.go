@@ -455,51 +455,67 @@ func waitListening(t testing.TB, addr string) {
 	t.Fatalf("nothing listens on %s", addr)
 }
 
-// TestUpstreamInspector drives the gateway, with server-everything as its
-// upstream, with the MCP Inspector CLI: the proxied tools are listed and
-// called by a real client from npm.
+// TestUpstreamInspector drives the gateway (beside shell__execute) and the
+// sidecar, each with server-everything as its upstream, with the MCP
+// Inspector CLI: the proxied tools and resources are listed and called by
+// a real client from npm.
 func TestUpstreamInspector(t *testing.T) {
 	insp := os.Getenv("MITRITY_MCP_INSPECTOR")
 	if insp == "" {
 		t.Skip("MITRITY_MCP_INSPECTOR is not set")
 	}
 	argv := npmServer(t, "server-everything", "stdio")
-	w := newWorldBackend(t, false, upstreamPolicy, "auto")
-	w.addUpstreams(t, "  everything:\n    command: "+yamlList(argv)+"\n")
-	run := func(args ...string) (map[string]any, int) {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-		defer cancel()
-		full := append([]string{"--cli", "env", "MITRITY_GATEWAY_CONFIG=" + w.cfg, "E2E_GITHUB_TOKEN=" + secretToken, w.bin, "--log-level", "error",
-			"serve", "--stdio", "--admin-dir", w.admin}, args...)
-		cmd := exec.CommandContext(ctx, insp, append(full, "--format", "json")...)
-		cmd.Dir = w.ws
-		cmd.Env = []string{"PATH=" + filepath.Dir(insp) + ":/usr/bin:/bin", "HOME=" + w.dir}
-		out, err := cmd.Output()
-		code := 0
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		var m map[string]any
-		if err := json.Unmarshal(out, &m); err != nil {
-			t.Fatalf("inspector output is not JSON (%v):\n%s", err, out)
-		}
-		return m, code
-	}
-	m, code := run("--method", "tools/list")
-	if code != 0 || !strings.Contains(fmt.Sprint(m), "everything__echo") || !strings.Contains(fmt.Sprint(m), "shell__execute") {
-		t.Fatalf("tools/list: %d %v", code, m)
-	}
-	m, code = run("--method", "tools/call", "--tool-name", "everything__echo", "--tool-args-json", `{"message":"from the inspector"}`)
-	if code != 0 || !strings.Contains(fmt.Sprint(m), "Echo: from the inspector") {
-		t.Fatalf("tools/call: %d %v", code, m)
-	}
-	m, code = run("--method", "resources/list")
-	if code != 0 || !strings.Contains(fmt.Sprint(m), "demo://") {
-		t.Fatalf("resources/list: %d %v", code, m)
+	for _, via := range []string{"gateway", "sidecar"} {
+		t.Run(via, func(t *testing.T) {
+			t.Parallel()
+			w := newWorldBackend(t, false, upstreamPolicy, "auto")
+			w.addUpstreams(t, "  everything:\n    command: "+yamlList(argv)+"\n")
+			server := []string{w.bin, "--log-level", "error", "serve", "--stdio", "--admin-dir", w.admin}
+			if via == "sidecar" {
+				sc := filepath.Join(w.dir, "mitrity-sidecar")
+				installBinary(t, binPath(t, "mitrity-sidecar"), sc)
+				server = []string{sc, "--log-level", "error", "--admin-dir", w.admin}
+			}
+			run := func(args ...string) (map[string]any, int) {
+				t.Helper()
+				ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+				defer cancel()
+				// The inspector parses --config itself: the config is found
+				// through the environment.
+				full := append(append([]string{"--cli", "env", "MITRITY_GATEWAY_CONFIG=" + w.cfg, "E2E_GITHUB_TOKEN=" + secretToken}, server...), args...)
+				cmd := exec.CommandContext(ctx, insp, append(full, "--format", "json")...)
+				cmd.Dir = w.ws
+				cmd.Env = []string{"PATH=" + filepath.Dir(insp) + ":/usr/bin:/bin", "HOME=" + w.dir}
+				out, err := cmd.Output()
+				code := 0
+				var ee *exec.ExitError
+				if errors.As(err, &ee) {
+					code = ee.ExitCode()
+				} else if err != nil {
+					t.Fatal(err)
+				}
+				var m map[string]any
+				if err := json.Unmarshal(out, &m); err != nil {
+					t.Fatalf("inspector output is not JSON (%v):\n%s", err, out)
+				}
+				return m, code
+			}
+			m, code := run("--method", "tools/list")
+			if code != 0 || !strings.Contains(fmt.Sprint(m), "everything__echo") || strings.Contains(fmt.Sprint(m), "shell__execute") != (via == "gateway") {
+				t.Fatalf("tools/list: %d %v", code, m)
+			}
+			m, code = run("--method", "tools/call", "--tool-name", "everything__echo", "--tool-args-json", `{"message":"from the inspector"}`)
+			if code != 0 || !strings.Contains(fmt.Sprint(m), "Echo: from the inspector") {
+				t.Fatalf("tools/call: %d %v", code, m)
+			}
+			m, code = run("--method", "resources/list")
+			if code != 0 || !strings.Contains(fmt.Sprint(m), "demo://") {
+				t.Fatalf("resources/list: %d %v", code, m)
+			}
+			if evs := w.upstreamEvents(t, "tools/call"); len(evs) != 1 {
+				t.Fatalf("tools/call events: %v", evs)
+			}
+		})
 	}
 }
 
