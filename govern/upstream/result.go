@@ -52,6 +52,12 @@ func Clean[T any](v *T, redact Redact) (Seen, error) {
 	// The SDK's own results are cleaned in place, field by field (one pass
 	// over a large text instead of four through JSON); anything else goes
 	// through the JSON walk below.
+	// (v is the result itself when T is the result type, the pointer to
+	// it when T is the pointer type: the forwarder has the first.)
+	if texts, prose, _, ok := typed(any(v), count); ok {
+		seen.Injection = scan(texts, prose)
+		return seen, nil
+	}
 	if texts, prose, _, ok := typed(any(*v), count); ok {
 		seen.Injection = scan(texts, prose)
 		return seen, nil
