@@ -315,28 +315,7 @@ func TestMCPInspector(t *testing.T) {
 	w := newWorld(t, false, e2ePolicy)
 	run := func(args ...string) (map[string]any, int) {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		// The inspector parses --config itself, so the gateway finds its
-		// config through the environment.
-		full := append([]string{"--cli", "env", "MITRITY_GATEWAY_CONFIG=" + w.cfg, w.bin, "--log-level", "error", "serve", "--stdio",
-			"--admin-dir", w.admin}, args...)
-		cmd := exec.CommandContext(ctx, insp, append(full, "--format", "json")...)
-		cmd.Dir = w.ws
-		cmd.Env = []string{"PATH=" + filepath.Dir(insp) + ":/usr/bin:/bin", "HOME=" + w.dir, "E2E_GITHUB_TOKEN=" + secretToken}
-		out, err := cmd.Output()
-		code := 0
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		var m map[string]any
-		if err := json.Unmarshal(out, &m); err != nil {
-			t.Fatalf("inspector output is not JSON (%v):\n%s", err, out)
-		}
-		return m, code
+		return inspect(t, insp, w, []string{w.bin, "--log-level", "error", "serve", "--stdio", "--admin-dir", w.admin}, args...)
 	}
 	m, code := run("--method", "tools/list")
 	if code != 0 || !strings.Contains(fmt.Sprint(m), "shell__execute") {
@@ -352,6 +331,33 @@ func TestMCPInspector(t *testing.T) {
 	if code != 5 {
 		t.Fatalf("denial: inspector exit %d, want 5", code)
 	}
+}
+
+// inspect runs the MCP Inspector CLI (insp) against the stdio server the
+// argv server starts in w, with args, and returns its JSON answer and exit
+// code. The inspector parses --config itself, so the server finds the
+// world's config through the environment.
+func inspect(t testing.TB, insp string, w *world, server []string, args ...string) (map[string]any, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	full := append(append([]string{"--cli", "env", "MITRITY_GATEWAY_CONFIG=" + w.cfg, "E2E_GITHUB_TOKEN=" + secretToken}, server...), args...)
+	cmd := exec.CommandContext(ctx, insp, append(full, "--format", "json")...)
+	cmd.Dir = w.ws
+	cmd.Env = []string{"PATH=" + filepath.Dir(insp) + ":/usr/bin:/bin", "HOME=" + w.dir}
+	out, err := cmd.Output()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(out, &m); err != nil {
+		t.Fatalf("inspector output is not JSON (%v):\n%s", err, out)
+	}
+	return m, code
 }
 
 // TestMCPHTTPTokenFileMasked: the bearer tokens of every agent are the

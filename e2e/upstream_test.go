@@ -478,27 +478,7 @@ func TestUpstreamInspector(t *testing.T) {
 			}
 			run := func(args ...string) (map[string]any, int) {
 				t.Helper()
-				ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-				defer cancel()
-				// The inspector parses --config itself: the config is found
-				// through the environment.
-				full := append(append([]string{"--cli", "env", "MITRITY_GATEWAY_CONFIG=" + w.cfg, "E2E_GITHUB_TOKEN=" + secretToken}, server...), args...)
-				cmd := exec.CommandContext(ctx, insp, append(full, "--format", "json")...)
-				cmd.Dir = w.ws
-				cmd.Env = []string{"PATH=" + filepath.Dir(insp) + ":/usr/bin:/bin", "HOME=" + w.dir}
-				out, err := cmd.Output()
-				code := 0
-				var ee *exec.ExitError
-				if errors.As(err, &ee) {
-					code = ee.ExitCode()
-				} else if err != nil {
-					t.Fatal(err)
-				}
-				var m map[string]any
-				if err := json.Unmarshal(out, &m); err != nil {
-					t.Fatalf("inspector output is not JSON (%v):\n%s", err, out)
-				}
-				return m, code
+				return inspect(t, insp, w, server, args...)
 			}
 			m, code := run("--method", "tools/list")
 			if code != 0 || !strings.Contains(fmt.Sprint(m), "everything__echo") || strings.Contains(fmt.Sprint(m), "shell__execute") != (via == "gateway") {

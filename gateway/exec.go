@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -15,7 +14,7 @@ import (
 	"github.com/mitrity/mitrity/govern"
 	"github.com/mitrity/mitrity/govern/cliapp"
 	"github.com/mitrity/mitrity/govern/hold"
-	"github.com/mitrity/mitrity/govern/sandbox"
+	"github.com/mitrity/mitrity/govern/servecmd"
 	"github.com/mitrity/mitrity/govern/service"
 )
 
@@ -74,12 +73,7 @@ func runExec(c *cli.Context) error {
 
 	// A held call waits for `mitrity-gateway approvals`: this process
 	// serves its queue while it runs.
-	sock := filepath.Join(c.String("admin-dir"), fmt.Sprintf("exec-%d.sock", os.Getpid()))
-	if srv, err := hold.Listen(sock, svc.Pipeline().Holds(), sandbox.OnlyHost); err == nil {
-		defer srv.Close()
-	} else {
-		logger.Warn().Err(err).Msg("admin socket unavailable: a held call can only expire")
-	}
+	defer servecmd.ServeHolds(c, svc, "exec", logger)()
 
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -176,12 +176,7 @@ func Serve(c *cli.Context, o Options) error {
 	}
 	defer svc.Close()
 
-	sock := filepath.Join(c.String("admin-dir"), fmt.Sprintf("serve-%d.sock", os.Getpid()))
-	if srv, err := hold.Listen(sock, svc.Pipeline().Holds(), sandbox.OnlyHost); err == nil {
-		defer srv.Close()
-	} else {
-		logger.Warn().Err(err).Msg("admin socket unavailable: a held call can only expire")
-	}
+	defer ServeHolds(c, svc, "serve", logger)()
 
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -296,6 +291,19 @@ func reloadOnHUP(ctx context.Context, load func() (*config.Config, error), svc *
 		}
 		logger.Info().Str("config", cfg.File).Str("policy", cfg.Policy).Msg("reloaded configuration and policy")
 	}
+}
+
+// ServeHolds serves svc's approval queue (held calls, changed tool
+// definitions) on this process's admin socket, <kind>-<pid>.sock in
+// --admin-dir, for `mitrity-gateway approvals`, until the returned stop.
+func ServeHolds(c *cli.Context, svc *service.Service, kind string, logger zerolog.Logger) (stop func()) {
+	sock := filepath.Join(c.String("admin-dir"), fmt.Sprintf("%s-%d.sock", kind, os.Getpid()))
+	srv, err := hold.Listen(sock, svc.Pipeline().Holds(), sandbox.OnlyHost)
+	if err != nil {
+		logger.Warn().Err(err).Msg("admin socket unavailable: a held call can only expire")
+		return func() {}
+	}
+	return func() { srv.Close() }
 }
 
 // httpLimits reads the HTTP bounds' flags.
