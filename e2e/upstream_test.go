@@ -537,3 +537,77 @@ func TestUpstreamSamplingAllowed(t *testing.T) {
 		t.Fatalf("sampling events: %v", evs)
 	}
 }
+
+// TestUpstreamRugPullAcrossRuns: a stdio client starts a gateway per
+// session; a tool definition that changes between two of them (the server
+// started with another description) is withheld by the second, which
+// compares with the hash the first recorded (upstream-definitions.json in
+// the audit log's directory), refuses its call and audits both hashes.
+func TestUpstreamRugPullAcrossRuns(t *testing.T) {
+	hostile := hostileBinary(t)
+	for _, asUser := range []bool{false, true} {
+		name := "as-root-with-run_as"
+		if asUser {
+			name = "unprivileged"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			w := newWorldBackend(t, asUser, upstreamPolicy, "auto")
+			uid, gid := ensureUser(t)
+			state := filepath.Join(w.dir, "hostile-state")
+			must(t, os.Mkdir(state, 0o755))
+			must(t, os.Chown(state, int(uid), int(gid)))
+			base, err := os.ReadFile(w.cfg)
+			must(t, err)
+			configure := func(env string) {
+				cfg := string(base) + "admission:\n  enabled: false\nupstreams:\n  hostile:\n    command: " +
+					yamlList([]string{hostile, "--state", state}) + "\n    writable_roots: [" + state + "]\n" + env
+				must(t, os.WriteFile(w.cfg, []byte(cfg), 0o644))
+			}
+			serve := func() *mcp.ClientSession {
+				return w.session(t, nil, w.bin, "--log-level", "warn", "serve", "--stdio", "--config", w.cfg, "--admin-dir", w.admin)
+			}
+			configure("")
+			cs := serve()
+			if !toolNames(t, cs)["hostile__notes"] {
+				t.Fatal("the first gateway does not serve hostile__notes")
+			}
+			cs.Close()
+
+			configure("    env: {HOSTILE_NOTES_REVISION: \"1\"}\n")
+			cs = serve()
+			tools := toolNames(t, cs)
+			if tools["hostile__notes"] || !tools["hostile__echo"] {
+				t.Fatalf("the second gateway serves the changed hostile__notes, or not the rest: %v", tools)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "hostile__notes", Arguments: map[string]any{}})
+			must(t, err)
+			if !res.IsError || !strings.Contains(resultJSON(res), "tool_definition_changed") {
+				t.Fatalf("the changed tool's call: %s", resultJSON(res))
+			}
+			cs.Close()
+			var first, withheld map[string]any
+			for _, ev := range w.events(t) {
+				if field(ev, "data", "tool_definition", "served") != "hostile__notes" {
+					continue
+				}
+				switch field(ev, "data", "tool_definition", "state") {
+				case "first_seen":
+					if first != nil {
+						t.Fatalf("hostile__notes was first seen twice: %v", ev)
+					}
+					first = ev
+				case "withheld":
+					withheld = ev
+				}
+			}
+			if first == nil || withheld == nil ||
+				field(withheld, "data", "tool_definition", "previous_sha256") != field(first, "data", "tool_definition", "sha256") ||
+				field(withheld, "data", "tool_definition", "reason") != "tool_definition_changed" {
+				t.Fatalf("events: first %v, withheld %v", first, withheld)
+			}
+		})
+	}
+}

@@ -83,6 +83,11 @@ func (s *Service) StartUpstreams(changed func(), taken func(string) bool, wait t
 	u := &upstreams{conns: map[string]*upstream.Conn{}, catalog: upstream.NewCatalog(g.pipe.Policy().ToolPins), offers: upstream.NewOffers(),
 		listed: map[string][]*mcp.Tool{}, asked: map[string]string{}, changed: changed, taken: taken, stop: stop}
 	s.ups = u
+	// First-seen hashes outlive this process: the next gateway (a stdio
+	// client starts one per session) withholds a definition that changed.
+	if err := u.catalog.SetStore(upstream.SeenFileIn(g.cfg.Audit.Path)); err != nil {
+		s.log.Error().Err(err).Msg("the upstream definitions file cannot be read: every tool definition not seen before is withheld until it can")
+	}
 	for _, name := range sortedKeys(g.cfg.Upstreams) {
 		cfg := g.cfg.Upstreams[name]
 		dial := s.httpDialer(cfg)
@@ -300,7 +305,10 @@ func (s *Service) askApproval(j upstream.Judgement) {
 		s.log.Warn().Str("served", j.Served).Str("by", v.By).Msg("a changed upstream tool definition was not approved: it stays withheld")
 		return
 	}
-	u.catalog.Approve(j.Served, j.SHA256)
+	if err := u.catalog.Approve(j.Served, j.SHA256); err != nil {
+		s.log.Error().Err(err).Str("served", j.Served).Msg("an approved tool definition could not be recorded: it stays withheld; approve it again once the file is writable")
+		return
+	}
 	s.definitionEvent(upstream.Judgement{Server: j.Server, Tool: j.Tool, Served: j.Served, SHA256: j.SHA256, Previous: j.Previous,
 		State: audit.DefinitionApproved, Message: "approved by " + v.By})
 	u.mu.Lock()

@@ -117,6 +117,8 @@ type Catalog struct {
 	// of one is refused with its reason rather than as unknown.
 	tools    map[string][]Tool
 	withheld map[string]map[string]Withheld
+	// store keeps seen across runs of the gateway; nil: memory only.
+	store *SeenFile
 }
 
 // Withheld is a listed tool the catalog does not serve, and why.
@@ -129,6 +131,34 @@ type Withheld struct {
 // hex SHA-256).
 func NewCatalog(pins map[string]string) *Catalog {
 	return &Catalog{seen: map[string]string{}, pins: maps.Clone(pins), tools: map[string][]Tool{}, withheld: map[string]map[string]Withheld{}}
+}
+
+// SetStore makes the catalog keep first-seen and approved hashes in f,
+// across runs of the gateway, and read those already there.
+// A file it cannot read is an error, and stays the store: every
+// definition not seen before is then withheld (audit_unavailable), never
+// trusted for want of a record.
+func (c *Catalog) SetStore(f SeenFile) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.store = &f
+	return c.refresh()
+}
+
+// refresh reads what the store holds now (another gateway may have
+// recorded or approved a definition since); the file wins. Under mu.
+func (c *Catalog) refresh() error {
+	if c.store == nil {
+		return nil
+	}
+	m, err := c.store.Load()
+	if err != nil {
+		return err
+	}
+	for k, v := range m {
+		c.seen[k] = v
+	}
+	return nil
 }
 
 // SetPins replaces the policy's pins (a reload).
@@ -149,6 +179,7 @@ func (c *Catalog) Judge(server string, listed []*mcp.Tool, taken func(served str
 	var out []Tool
 	var js []Judgement
 	held := map[string]Withheld{}
+	_ = c.refresh() // a store it cannot read fails First below, which withholds
 	hold := func(t *mcp.Tool, j Judgement) {
 		def := *t
 		def.Name = j.Served
@@ -210,6 +241,27 @@ func (c *Catalog) Judge(server string, listed []*mcp.Tool, taken func(served str
 				j.State = audit.DefinitionPinned
 				js = append(js, j)
 			}
+		case !seen && c.store != nil:
+			// Another gateway sharing the file may have seen it first.
+			stored, err := c.store.First(served, h)
+			switch {
+			case err != nil:
+				j.State, j.Reason = audit.DefinitionWithheld, govern.ReasonAuditUnavailable
+				j.Message = fmt.Sprintf("the first definition of %s could not be recorded (%v), so a later change could not be told: it is withheld", served, err)
+				js = append(js, j)
+				hold(t, j)
+				continue
+			case stored != h:
+				c.seen[served] = stored
+				j.State, j.Reason, j.Previous = audit.DefinitionWithheld, govern.ReasonToolDefinitionChanged, stored
+				j.Message = fmt.Sprintf("the definition of %s changed since it was first seen; it is withheld until an operator approves the new one (mitrity-gateway approvals)", served)
+				js = append(js, j)
+				hold(t, j)
+				continue
+			}
+			c.seen[served] = h
+			j.State = audit.DefinitionFirstSeen
+			js = append(js, j)
 		case !seen:
 			c.seen[served] = h
 			j.State = audit.DefinitionFirstSeen
@@ -267,10 +319,16 @@ func (c *Catalog) WithheldTool(served string) (Withheld, bool) {
 
 // Approve makes sha the accepted definition of served (an operator
 // approved it); the next Judge serves it.
-func (c *Catalog) Approve(served, sha string) {
+func (c *Catalog) Approve(served, sha string) error {
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.store != nil {
+		if err := c.store.Set(served, sha); err != nil {
+			return err
+		}
+	}
 	c.seen[served] = sha
-	c.mu.Unlock()
+	return nil
 }
 
 // Drop forgets what server serves (it went down); what was first seen
