@@ -627,3 +627,33 @@ func TestDocsNameEveryField(t *testing.T) {
 	}
 	walk("", m)
 }
+
+// TestRenderUpstreamCards: `audit show` of an upstream call and of a
+// judged definition shows their own cards (not "nothing was attempted").
+func TestRenderUpstreamCards(t *testing.T) {
+	t.Parallel()
+	call := govern.Call{Agent: "ci", Surface: govern.SurfaceMCP, Tool: "fs__read_file", ActionType: "mcp:fs__read_file", Server: "fs", UpstreamTool: "read_file"}
+	for name, tc := range map[string]struct {
+		u *UpstreamCall
+		d *ToolDefinition
+	}{
+		"card-upstream-call.golden": {u: &UpstreamCall{Server: "fs", Method: "tools/call", Name: "read_file", Status: govern.StatusCompleted,
+			ArgumentsBytes: 30, ArgumentsSHA256: HashOf([]byte("args")), ResultBytes: 88, ResultSHA256: HashOf([]byte("result")),
+			RedactionCount: 2, DurationMS: 4, Injection: []string{"role_marker"}, InjectionAction: "flag"}},
+		"card-tool-definition.golden": {d: &ToolDefinition{Server: "fs", Tool: "read_file", Served: "fs__read_file",
+			SHA256: HashOf([]byte("new")), Previous: HashOf([]byte("old")), State: DefinitionWithheld, Reason: govern.ReasonToolDefinitionChanged}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := govern.Decision{Outcome: govern.Allow}
+			if tc.d != nil {
+				d = govern.Decision{Outcome: govern.Deny, Reason: tc.d.Reason, Stage: "tool_definition", Message: "withheld"}
+			}
+			ev, err := testBuilder().BuildUpstream(Record{Call: call, Decision: d}, tc.u, tc.d)
+			assert.NilError(t, err)
+			var buf bytes.Buffer
+			assert.NilError(t, RenderCard(&buf, ev))
+			assert.Check(t, !strings.Contains(buf.String(), "Nothing was attempted"), buf.String())
+			golden.Assert(t, buf.String(), name)
+		})
+	}
+}

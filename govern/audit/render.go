@@ -156,6 +156,22 @@ func RenderCard(w io.Writer, ev *Event) error {
 		p.row("  Times refused", strconv.Itoa(dst.Count))
 		return p.flush()
 	}
+	if u := d.Upstream; u != nil {
+		renderUpstream(p, u)
+		return p.flush()
+	}
+	if td := d.ToolDefinition; td != nil {
+		p.line("Upstream tool definition")
+		p.row("  Server", td.Server)
+		p.row("  Tool", td.Tool+" (served as "+dash(td.Served)+")")
+		p.row("  State", td.State)
+		p.row("  Reason", dash(string(td.Reason)))
+		p.row("  SHA-256", td.SHA256)
+		if td.Previous != "" {
+			p.row("  Previous SHA-256", td.Previous)
+		}
+		return p.flush()
+	}
 	x := d.Execution
 	if x == nil {
 		p.line("Execution card: none. Nothing was attempted for this event.")
@@ -264,6 +280,15 @@ func RenderList(w io.Writer, events []*Event) error {
 				exit = strconv.Itoa(*x.ExitCode)
 			}
 		}
+		if u := d.Upstream; u != nil {
+			status = u.Status.String()
+			if u.Reason != "" {
+				status += "(" + string(u.Reason) + ")"
+			}
+		}
+		if td := d.ToolDefinition; td != nil {
+			status = td.State
+		}
 		cmd := "-"
 		if d.Command != nil && len(d.Command.SHA256) >= 12 {
 			cmd = d.Command.SHA256[:12]
@@ -365,4 +390,59 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// renderUpstream is the card of a request forwarded to an upstream MCP
+// server: what went and came back, by hash and size (the gateway did not
+// execute it, so there is no sandbox mode).
+func renderUpstream(p *printer, u *UpstreamCall) {
+	p.line("Upstream request (forwarded; not executed by the gateway, so no sandbox mode)")
+	p.row("  Server", u.Server)
+	p.row("  Method", u.Method)
+	if u.Name != "" {
+		p.row("  Name", u.Name)
+	}
+	if u.ServerSandbox != "" {
+		p.row("  Server sandbox", u.ServerSandbox)
+	}
+	p.row("  Status", upstreamStatus(u.Status))
+	p.row("  Reason", ReasonExplained(u.Reason))
+	p.row("  Upstream isError", yesNo(u.IsError))
+	p.row("  Duration", fmt.Sprintf("%d ms", u.DurationMS))
+	args := fmt.Sprintf("%d bytes", u.ArgumentsBytes)
+	if u.ArgumentsSHA256 != "" {
+		args += ", sha256 " + u.ArgumentsSHA256
+	}
+	if u.ArgumentsRedacted > 0 {
+		args += fmt.Sprintf(", %d secrets redacted before forwarding", u.ArgumentsRedacted)
+	}
+	p.row("  Arguments", args)
+	res := fmt.Sprintf("%d bytes as the server sent it", u.ResultBytes)
+	if u.ResultSHA256 != "" {
+		res += ", sha256 " + u.ResultSHA256
+	}
+	if u.Truncated {
+		res += ", truncated"
+	}
+	p.row("  Result", res)
+	p.row("  Redactions", strconv.Itoa(u.RedactionCount))
+	if len(u.Injection) > 0 {
+		p.row("  Injection", strings.Join(u.Injection, ", ")+" ("+u.InjectionAction+")")
+	}
+	p.row("  Credentials injected", dash(strings.Join(u.CredentialsInjected, ", "))+" (ids only; values are never recorded)")
+}
+
+// upstreamStatus explains a status in an upstream request's terms.
+func upstreamStatus(st govern.Status) string {
+	why := map[govern.Status]string{
+		govern.StatusCompleted:     "the server answered (the gateway may still have withheld the answer: see the reason)",
+		govern.StatusTimedOut:      "no answer within the call timeout; the request was cancelled upstream",
+		govern.StatusKilled:        "cancelled by the agent, or the server went away mid-request",
+		govern.StatusFailedToStart: "the request never reached the server",
+		govern.StatusNeverRan:      "refused before anything was sent",
+	}[st]
+	if why == "" {
+		return st.String()
+	}
+	return st.String() + ": " + why
 }
