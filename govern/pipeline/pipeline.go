@@ -131,11 +131,7 @@ func (p *Pipeline) Permits(agent, actionType string) bool {
 	if rest, ok := strings.CutPrefix(actionType, govern.ActionMCPPrefix); ok {
 		server, _, _ := strings.Cut(rest, "__")
 		a, _ := p.pol.ForAgent(agent)
-		for _, id := range p.cfg.Upstreams[server].CredentialIDs() {
-			if !slices.Contains(a.Credentials, id) {
-				return false
-			}
-		}
+		return p.missingGrant(a, server) == ""
 	}
 	return true
 }
@@ -180,6 +176,8 @@ type State struct {
 	// ArgumentCredentials are the credential ids an upstream tool call's
 	// arguments reference (substituted when the call is forwarded).
 	ArgumentCredentials []string
+	// texts are what judgedTexts found, once per call.
+	texts []string
 	// RedactedArguments, when set, are the arguments to forward instead
 	// of the call's (dlp.arguments: redact), ArgumentsRedacted the
 	// secrets taken out.
@@ -308,7 +306,7 @@ func injection(_ context.Context, _ *Pipeline, st *State) govern.Decision {
 	if st.Profile.Injection.Mode == policy.InjectionOff {
 		return allow
 	}
-	for _, t := range judgedTexts(st.Call) {
+	for _, t := range st.judgedTexts() {
 		st.Injection = append(st.Injection, inject.Scan(t)...)
 	}
 	if len(st.Injection) == 0 {
@@ -329,7 +327,7 @@ func threatIntel(ctx context.Context, p *Pipeline, st *State) govern.Decision {
 		return allow
 	}
 	if !st.Call.IsShell() {
-		texts := judgedTexts(st.Call)
+		texts := st.judgedTexts()
 		st.IntelHits = p.intel.Match(strings.Join(texts, "\n"), argumentHosts(texts), nil)
 		if len(st.IntelHits) > 0 {
 			return deny("threat_intel", govern.ReasonThreatIntel, "the call's arguments match the threat-intel feed: "+strings.Join(st.IntelHits, "; "))
@@ -514,7 +512,7 @@ func holdStage(ctx context.Context, p *Pipeline, st *State) govern.Decision {
 // and stdin: a secret written into the arguments is refused.
 func dlpArguments(_ context.Context, p *Pipeline, st *State) govern.Decision {
 	b := p.dlp[st.Profile.Name]
-	for _, t := range judgedTexts(st.Call) {
+	for _, t := range st.judgedTexts() {
 		st.DLPHits = append(st.DLPHits, b.Scan(t)...)
 	}
 	if len(st.DLPHits) == 0 {

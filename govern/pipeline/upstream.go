@@ -55,16 +55,39 @@ func argumentStrings(raw []byte) []string {
 	return out
 }
 
-// judgedTexts are what the injection and DLP stages read of a call.
-func judgedTexts(call govern.Call) []string {
+// judgedTexts are what the injection, threat-intel and DLP stages read of
+// a call: a tool call's argument strings (its JSON decoded once per call),
+// a shell call's command, stdin and env values.
+func (st *State) judgedTexts() []string {
+	if st.texts != nil {
+		return st.texts
+	}
+	call := st.Call
 	if !call.IsShell() {
-		return argumentStrings(call.Arguments)
+		st.texts = argumentStrings(call.Arguments)
+	} else {
+		st.texts = []string{call.Command, string(call.Stdin)}
+		for _, k := range sortedKeys(call.Env) {
+			st.texts = append(st.texts, call.Env[k])
+		}
 	}
-	texts := []string{call.Command, string(call.Stdin)}
-	for _, k := range sortedKeys(call.Env) {
-		texts = append(texts, call.Env[k])
+	if st.texts == nil {
+		st.texts = []string{}
 	}
-	return texts
+	return st.texts
+}
+
+// missingGrant is the first credential the upstream server's entry sends
+// it that agent holds no grant for ("" when it holds them all): every
+// call of that server is refused for it, and none of its tools is listed
+// to it.
+func (p *Pipeline) missingGrant(agent policy.Agent, server string) string {
+	for _, id := range p.cfg.Upstreams[server].CredentialIDs() {
+		if !slices.Contains(agent.Credentials, id) {
+			return id
+		}
+	}
+	return ""
 }
 
 // argumentHosts are the hosts a tool call's argument strings name, for
@@ -123,14 +146,12 @@ func upstreamCredentials(p *Pipeline, st *State, granted map[string]bool) govern
 	if !ok {
 		return deny("credentials", govern.ReasonToolPermission, fmt.Sprintf("no upstream server %q is configured on this gateway", st.Call.Server))
 	}
-	for _, id := range u.CredentialIDs() {
-		if !granted[id] {
-			return deny("credentials", govern.ReasonCredentialNotGranted,
-				fmt.Sprintf("upstream %s uses credential %s, and agent %s holds no grant for it", u.Name, id, st.Call.Agent))
-		}
+	if id := p.missingGrant(st.Agent, u.Name); id != "" {
+		return deny("credentials", govern.ReasonCredentialNotGranted,
+			fmt.Sprintf("upstream %s uses credential %s, and agent %s holds no grant for it", u.Name, id, st.Call.Agent))
 	}
 	var refs []string
-	for _, s := range argumentStrings(st.Call.Arguments) {
+	for _, s := range st.judgedTexts() {
 		_, ids := shell.RewriteCredentials(s)
 		refs = append(refs, ids...)
 	}

@@ -182,11 +182,8 @@ func (fw *forwarding) record() error {
 	}
 	rec := audit.Record{Call: s.recordedCall(fw.st.Call, red), Decision: fw.d, WouldDeny: len(fw.st.WouldDeny) > 0, Scrub: red}
 	fw.card.Name = s.recordedText(fw.st.Call.Agent, fw.card.Name, red)
-	ev, err := s.builder.BuildUpstream(rec, fw.card, nil)
-	if err != nil {
-		return err
-	}
-	return s.emitWith(ev, true)
+	_, err = s.recordUpstream(rec, fw.card, nil, true)
+	return err
 }
 
 // fail records a request that got no answer to pass on.
@@ -334,14 +331,13 @@ func forwardRequest[T any](ctx context.Context, s bound, call govern.Call, metho
 // action type), so no value the gateway holds, and nothing the agent's DLP
 // detectors find, is kept.
 func (s bound) recordedCall(call govern.Call, red *redactor) govern.Call {
-	call.Tool = s.recordedText(call.Agent, call.Tool, red)
-	call.ActionType = s.recordedText(call.Agent, call.ActionType, red)
-	call.UpstreamTool = s.recordedText(call.Agent, call.UpstreamTool, red)
+	_, prof := s.pipe.Policy().ForAgent(call.Agent)
+	bind := s.pipe.Bindings(prof.Name)
+	clean := func(v string) string { out, _ := bind.Redact(red.Scrub(v)); return out }
+	call.Tool, call.ActionType, call.UpstreamTool = clean(call.Tool), clean(call.ActionType), clean(call.UpstreamTool)
 	return call
 }
 
 func (s bound) recordedText(agent, v string, red *redactor) string {
-	_, prof := s.pipe.Policy().ForAgent(agent)
-	out, _ := s.pipe.Bindings(prof.Name).Redact(red.Scrub(v))
-	return out
+	return s.recordedCall(govern.Call{Agent: agent, Tool: v}, red).Tool
 }

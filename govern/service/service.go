@@ -325,6 +325,19 @@ func (s *Service) write(rec audit.Record) string {
 
 // recordEvent is record returning the event.
 func (s *Service) recordEvent(rec audit.Record) (*audit.Event, error) {
+	return s.recordWith(rec, s.builder.Build, false)
+}
+
+// recordUpstream records the event of an upstream request (card) or of a
+// judged tool definition (def) the way recordEvent records any other;
+// appended, its fsync is left to the writer's flusher (a request that has
+// already happened, whose room was reserved).
+func (s *Service) recordUpstream(rec audit.Record, card *audit.UpstreamCall, def *audit.ToolDefinition, appended bool) (*audit.Event, error) {
+	return s.recordWith(rec, func(r audit.Record) (*audit.Event, error) { return s.builder.BuildUpstream(r, card, def) }, appended)
+}
+
+// recordWith scrubs, builds (with build) and writes one event.
+func (s *Service) recordWith(rec audit.Record, build func(audit.Record) (*audit.Event, error), appended bool) (*audit.Event, error) {
 	if rec.Scrub == nil {
 		// Every event: a value typed into a refused command is as much
 		// a credential as one a run printed.
@@ -336,13 +349,13 @@ func (s *Service) recordEvent(rec audit.Record) (*audit.Event, error) {
 		}
 		rec.Scrub = red
 	}
-	ev, err := s.builder.Build(rec)
+	ev, err := build(rec)
 	if err != nil {
 		s.log.Error().Err(err).Msg("audit event could not be built")
 		s.metrics.AuditWriteError()
 		return nil, fmt.Errorf("building the audit event: %w", err)
 	}
-	if err := s.emit(ev); err != nil {
+	if err := s.emitWith(ev, appended); err != nil {
 		return nil, err
 	}
 	return ev, nil

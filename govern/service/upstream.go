@@ -28,7 +28,6 @@ import (
 	"github.com/mitrity/mitrity/govern/pipeline"
 	"github.com/mitrity/mitrity/govern/plan"
 	"github.com/mitrity/mitrity/govern/policy"
-	"github.com/mitrity/mitrity/govern/shell"
 	"github.com/mitrity/mitrity/govern/upstream"
 )
 
@@ -275,17 +274,9 @@ func (s *Service) definitionEvent(j upstream.Judgement) {
 	if j.Served == "" {
 		call.Tool, call.ActionType = j.Server+upstream.Separator+j.Tool, govern.ActionMCPPrefix+j.Server
 	}
-	red, err := s.known.redactor()
-	if err != nil {
-		return
-	}
-	ev, err := s.builder.BuildUpstream(audit.Record{Call: call, Decision: d, Scrub: red}, nil, &audit.ToolDefinition{
-		Server: j.Server, Tool: j.Tool, Served: j.Served, SHA256: j.SHA256, Previous: j.Previous, State: j.State, Reason: j.Reason})
-	if err != nil {
-		s.log.Error().Err(err).Msg("tool definition event could not be built")
-		return
-	}
-	s.emit(ev)
+	// A loss is logged and counted by recordUpstream; the judgement stands.
+	s.recordUpstream(audit.Record{Call: call, Decision: d}, nil, &audit.ToolDefinition{
+		Server: j.Server, Tool: j.Tool, Served: j.Served, SHA256: j.SHA256, Previous: j.Previous, State: j.State, Reason: j.Reason}, false)
 }
 
 // approvalWait is how long a changed definition waits for an operator.
@@ -343,11 +334,7 @@ func (s *Service) upstreamRequest(ctx context.Context, server, method string) er
 		card.Status, card.Reason = govern.StatusNeverRan, govern.ReasonUpstreamRequestRefused
 	}
 	call := govern.Call{Agent: "upstream:" + server, Surface: govern.SurfaceMCP, Tool: method, ActionType: govern.ActionMCPPrefix + server, Server: server}
-	if red, rerr := s.known.redactor(); rerr == nil {
-		if ev, berr := s.builder.BuildUpstream(audit.Record{Call: call, Decision: d, Scrub: red}, card, nil); berr == nil {
-			s.emit(ev)
-		}
-	}
+	s.recordUpstream(audit.Record{Call: call, Decision: d}, card, nil, false)
 	return err
 }
 
@@ -492,7 +479,7 @@ func substitute(args []byte, values map[string]string) ([]byte, error) {
 	walk = func(v any) any {
 		switch x := v.(type) {
 		case string:
-			if _, ids := shell.RewriteCredentials(x); len(ids) == 0 {
+			if len(config.Template(x).IDs()) == 0 {
 				return x
 			}
 			out, err := config.Template(x).Expand(values)
@@ -660,16 +647,9 @@ func (s *Service) stdioDialer(u config.Upstream) upstream.Dialer {
 // shell.
 func (s bound) launched(ctx context.Context, server string, mode govern.SandboxMode) error {
 	call := govern.Call{Agent: "upstream:" + server, Surface: govern.SurfaceMCP, Tool: "launch", ActionType: govern.ActionMCPPrefix + server, Server: server}
-	red, err := s.known.redactor()
+	ev, err := s.recordUpstream(audit.Record{Call: call, Decision: govern.Decision{Outcome: govern.Allow}},
+		&audit.UpstreamCall{Server: server, Method: "launch", Status: govern.StatusCompleted, ServerSandbox: mode.String()}, nil, false)
 	if err != nil {
-		return err
-	}
-	ev, err := s.builder.BuildUpstream(audit.Record{Call: call, Decision: govern.Decision{Outcome: govern.Allow}, Scrub: red},
-		&audit.UpstreamCall{Server: server, Method: "launch", Status: govern.StatusCompleted, ServerSandbox: mode.String()}, nil)
-	if err != nil {
-		return err
-	}
-	if err := s.emit(ev); err != nil {
 		return fmt.Errorf("upstream %s was not started: its start could not be recorded in the audit log: %w", server, err)
 	}
 	if mode != govern.SandboxNone {

@@ -215,5 +215,3 @@ func hashOf(v any) string {
 
 // jsonMarshal is json.Marshal of the canonical form (sorted keys).
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(canonical(v)) }
-
-func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

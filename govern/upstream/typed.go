@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"encoding/json"
 	"strings"
 	"unicode/utf8"
 
@@ -211,7 +212,7 @@ func (c *typedCleaner) value(v any) any {
 	}
 	// Not decoded JSON (a value built in code): the walk of its JSON form.
 	var out any
-	if b, err := jsonMarshal(v); err == nil && jsonUnmarshal(b, &out) == nil {
+	if b, err := json.Marshal(v); err == nil && json.Unmarshal(b, &out) == nil {
 		return c.value(out)
 	}
 	return nil
