@@ -290,9 +290,13 @@ func (s *Server) filterTools(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 			return &out, nil
 		}
-		lr, ok := res.(*mcp.ListToolsResult)
-		if method != "tools/list" || !ok {
+		if method != "tools/list" {
 			return res, err
+		}
+		lr, ok := res.(*mcp.ListToolsResult)
+		if !ok {
+			// A list the filter cannot read is not shown unfiltered.
+			return nil, fmt.Errorf("tools/list: unexpected result %T", res)
 		}
 		kept := lr.Tools[:0:0]
 		for _, t := range lr.Tools {

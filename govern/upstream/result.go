@@ -163,7 +163,13 @@ const Truncated = "[... truncated by the MITRITY gateway: the result was %d byte
 // It reports whether it cut.
 func Cap(r *mcp.CallToolResult, max int64) bool {
 	b, err := json.Marshal(r)
-	if err != nil || int64(len(b)) <= max {
+	if err != nil {
+		// A result whose size cannot be told is not passed on unmeasured.
+		r.Content = []mcp.Content{&mcp.TextContent{Text: "[the MITRITY gateway withheld this result: its size could not be measured (" + err.Error() + ")]"}}
+		r.StructuredContent, r.Meta = nil, nil
+		return true
+	}
+	if int64(len(b)) <= max {
 		return false
 	}
 	var text strings.Builder

@@ -304,3 +304,15 @@ func TestCapEveryCutPoint(t *testing.T) {
 		assert.Assert(t, int64(len(b)) <= max, "limit %d: %d bytes", max, len(b))
 	}
 }
+
+// TestCapUnmeasurable: a result whose JSON size cannot be told is withheld,
+// never passed on unmeasured.
+func TestCapUnmeasurable(t *testing.T) {
+	t.Parallel()
+	r := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "secret-ish payload"}}, StructuredContent: make(chan int)}
+	assert.Check(t, Cap(r, 1<<20))
+	assert.Check(t, r.StructuredContent == nil)
+	assert.Assert(t, len(r.Content) == 1)
+	text := r.Content[0].(*mcp.TextContent).Text
+	assert.Check(t, strings.Contains(text, "withheld") && !strings.Contains(text, "payload"), text)
+}
