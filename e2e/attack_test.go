@@ -333,9 +333,11 @@ func (e *attackEnv) onHost(t *testing.T, script string) string {
 // run's audit events.
 type attackRun struct {
 	code int
-	out  string         // the text the agent got: stdout, then stderr
-	ev   map[string]any // the execution event
-	dlp  []map[string]any
+	out  string // the text the agent got: stdout, then stderr, then the exit code
+	// stdout is structuredContent.stdout, the command's output alone.
+	stdout string
+	ev     map[string]any // the execution event
+	dlp    []map[string]any
 }
 
 func (r attackRun) exec(path ...string) any {
@@ -354,12 +356,13 @@ func (e *attackEnv) parse(t *testing.T, r result) attackRun {
 		Content []struct{ Text string }
 		Struct  struct {
 			EventID string `json:"event_id"`
+			Stdout  string `json:"stdout"`
 		} `json:"structuredContent"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || len(res.Content) == 0 || res.Struct.EventID == "" {
 		t.Fatalf("exec --json: %v: %+v", err, r)
 	}
-	out := attackRun{code: r.code, out: res.Content[0].Text}
+	out := attackRun{code: r.code, out: res.Content[0].Text, stdout: res.Struct.Stdout}
 	for _, ev := range e.events(t) {
 		switch {
 		case ev["id"] == res.Struct.EventID:
@@ -1017,7 +1020,7 @@ func (e *attackEnv) swapDuringHold(t *testing.T) {
 		t.Fatalf("approve: %+v", a)
 	}
 	r := e.parse(t, <-done)
-	if r.out != "JUDGED-BYTES\nJUDGED-BYTES\n#!/bin/bash\necho JUDGED-BYTES\n" {
+	if r.stdout != "JUDGED-BYTES\nJUDGED-BYTES\n#!/bin/bash\necho JUDGED-BYTES\n" {
 		t.Errorf("want the judged bytes to run, got:\n%s", r.out)
 	}
 	sum := sha256.Sum256(judged)
@@ -1050,7 +1053,7 @@ func (e *attackEnv) selfRewrite(t *testing.T) {
 		t.Fatalf("control: %q", ctl)
 	}
 	r := e.run(t, "--", "./outer.sh")
-	if r.out != "OUTER-JUDGED\nINNER-JUDGED\n" {
+	if r.stdout != "OUTER-JUDGED\nINNER-JUDGED\n" {
 		t.Errorf("want only the judged bytes to run, got:\n%s", r.out)
 	}
 	pins, _ := r.exec("pinned_scripts").([]any)

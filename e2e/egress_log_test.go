@@ -19,7 +19,7 @@ func TestEgressDecisionsInGatewayLog(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		r, err := callShell(t, ctx, cs, map[string]any{"command": "curl -s -o /dev/null -w '%{http_code}' http://refused-host.invalid/"})
-		if err != nil || r.text != "403" {
+		if err != nil || r.stdout != "403" {
 			t.Fatalf("%v %+v", err, r)
 		}
 		var log string

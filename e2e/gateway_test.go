@@ -288,7 +288,8 @@ func testExec(t *testing.T, w *world) {
 		StructuredContent map[string]any
 	}
 	must(t, json.Unmarshal([]byte(r.stdout), &res))
-	if res.IsError || res.Content[0].Text != "hello" || res.StructuredContent["exit_code"] != float64(0) ||
+	if res.IsError || res.Content[0].Text != "hello\n--- exit code 0 ---" || res.StructuredContent["stdout"] != "hello" ||
+		res.StructuredContent["exit_code"] != float64(0) ||
 		res.StructuredContent["sandbox_mode"] != "none" || res.StructuredContent["timeout_seconds"] != float64(30) {
 		t.Fatalf("--json: %s", r.stdout)
 	}
@@ -405,6 +406,10 @@ func testExec(t *testing.T, w *world) {
 	card := w.gw(t, ctx, "", "audit", "show", "--config", w.cfg, id3)
 	if card.code != 0 || !strings.Contains(card.stdout, "github_token") || strings.Contains(card.stdout, secretToken) {
 		t.Errorf("audit show:\n%s%s", card.stdout, card.stderr)
+	}
+	// Flags after the argument, as people type them.
+	if after := w.gw(t, ctx, "", "audit", "show", id3, "--config", w.cfg); after.code != 0 || after.stdout != card.stdout {
+		t.Errorf("audit show ID --config F:\n%s%s", after.stdout, after.stderr)
 	}
 }
 

@@ -65,7 +65,7 @@ func TestHelperKilledGatewayServes(t *testing.T) {
 			t.Errorf("the run outlived its helper: %v", p)
 		}
 		r, err := callShell(t, context.Background(), cs, map[string]any{"command": "echo next"})
-		if err != nil || r.text != "next\n" {
+		if err != nil || r.stdout != "next\n" {
 			t.Fatalf("the next call: %v %+v", err, r)
 		}
 		calls := w.calls(t)

@@ -523,6 +523,19 @@ func TestHookRouted(t *testing.T) {
 			}
 		}
 	})
+	t.Run("a gateway that cannot be reached: nothing ran, and the relay says so", func(t *testing.T) {
+		relay := hw.admitRouted(t, "routed-claude", "echo never")
+		gone := filepath.Join(t.TempDir(), "admission.sock")
+		r := hw.relay(t, append([]string{"MITRITY_ADMISSION_SOCKET=" + gone}, agent...), relay)
+		if r.code != 126 || strings.Contains(r.stdout, "never") || !strings.Contains(r.stderr, "nothing ran") ||
+			strings.Contains(r.stderr, "unknown") {
+			t.Fatalf("%+v", r)
+		}
+		// The ticket was never presented: it is still good.
+		if r := hw.relay(t, agent, relay); r.code != 0 || r.stdout != "never\n" {
+			t.Fatalf("the unpresented ticket: %+v", r)
+		}
+	})
 	t.Run("another agent's ticket is refused", func(t *testing.T) {
 		relay := hw.admitRouted(t, "routed-claude", "echo never")
 		r := hw.relay(t, []string{"MITRITY_AGENT=someone-else"}, relay)

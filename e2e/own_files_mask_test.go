@@ -120,6 +120,7 @@ func TestOwnFilesReplacedWhileServing(t *testing.T) {
 		const clients, each = 16, 3
 		type outcome struct {
 			text    string
+			stdout  string
 			isError bool
 			status  any
 			err     error
@@ -135,7 +136,7 @@ func TestOwnFilesReplacedWhileServing(t *testing.T) {
 					ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 					r, err := callShell(t, ctx, cs, map[string]any{"command": `for i in 1 2 3 4 5; do cat ../policy.yaml 2>/dev/null; sleep 0.05; done; ls -A ..; echo done`})
 					cancel()
-					out <- outcome{r.text, r.isError, r.structured["status"], err}
+					out <- outcome{r.text, r.stdout, r.isError, r.structured["status"], err}
 				}
 			}()
 		}
@@ -153,7 +154,7 @@ func TestOwnFilesReplacedWhileServing(t *testing.T) {
 				t.Errorf("a call did not run: %s", o.text)
 			case strings.Contains(o.text, m) || strings.Contains(o.text, base):
 				t.Errorf("a call's output holds the policy or its path:\n%s", o.text)
-			case o.text != "ws\ndone\n":
+			case o.stdout != "ws\ndone\n":
 				t.Errorf("output %q (status %v)", o.text, o.status)
 			}
 		}

@@ -318,7 +318,7 @@ func TestSandboxReprobe(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	if r.text != "ran\n" || r.structured["sandbox_mode"] != "bubblewrap" {
+	if r.stdout != "ran\n" || r.structured["sandbox_mode"] != "bubblewrap" {
 		t.Fatalf("after the fix: %+v", r)
 	}
 }

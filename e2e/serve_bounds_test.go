@@ -468,7 +468,7 @@ func TestServeHTTPConnectionCaps(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a legitimate call under attack: %v\n%s", err, g.stderr.String())
 	}
-	if r.isError || r.text != "still-serving\n" || r.structured["sandbox_mode"] != "bubblewrap" {
+	if r.isError || r.stdout != "still-serving\n" || r.structured["sandbox_mode"] != "bubblewrap" {
 		t.Fatalf("a legitimate call under attack: %+v", r)
 	}
 	if d := time.Since(start); d > 10*time.Second {
@@ -535,7 +535,7 @@ func TestServeHTTPVanishingClient(t *testing.T) {
 	defer cancel()
 	res, err := callShell(t, ctx, g.client(t), map[string]any{"command": "echo free-slot"})
 	must(t, err)
-	if res.isError || res.text != "free-slot\n" {
+	if res.isError || res.stdout != "free-slot\n" {
 		t.Fatalf("the fifth client's call: %+v", res)
 	}
 	if d := time.Since(vanished); d > 10*time.Second {

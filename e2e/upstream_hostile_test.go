@@ -300,7 +300,7 @@ func (g *hgw) echo(t testing.TB, text string) {
 func (g *hgw) shell(t testing.TB, word string) {
 	t.Helper()
 	res := g.mustCall(t, "shell__execute", map[string]any{"command": "echo " + word})
-	if r := toolResultOf(res); r.isError || r.text != word+"\n" || r.structured["sandbox_mode"] != "bubblewrap" {
+	if r := toolResultOf(res); r.isError || r.stdout != word+"\n" || r.structured["sandbox_mode"] != "bubblewrap" {
 		t.Fatalf("shell__execute: %s", hostileJSON(res))
 	}
 }

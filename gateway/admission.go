@@ -71,8 +71,8 @@ func (b admissionBackend) Redeem(ctx context.Context, uid int, req admission.Red
 		ProtectedCreated: st.ProtectedCreated}
 	if res.IsError {
 		r.Message = res.Text
-	} else if res.Message != "" {
-		r.Message = res.Message
+	} else if st.Message != "" {
+		r.Message = st.Message
 	}
 	if !res.Status.Valid() {
 		r.Status = govern.StatusNeverRan.String()

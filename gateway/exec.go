@@ -88,8 +88,8 @@ func runExec(c *cli.Context) error {
 		if res.IsError {
 			fmt.Fprintln(c.App.ErrWriter, res.Text)
 		} else {
-			fmt.Fprint(c.App.Writer, res.Stdout)
-			fmt.Fprint(c.App.ErrWriter, res.Stderr)
+			fmt.Fprint(c.App.Writer, res.Structured.Stdout)
+			fmt.Fprint(c.App.ErrWriter, res.Structured.Stderr)
 		}
 	}
 	if code := res.ExitCode(); code != 0 {

@@ -16,7 +16,7 @@ func main() {
 	if len(os.Args) > 1 && framework.Name(os.Args[1]).Valid() {
 		// A framework reads any exit code but 0 and 2 as "go ahead":
 		// whatever fails in a framework hook blocks the call.
-		if err := newApp(os.Stdout, os.Stderr).Run(os.Args); err != nil {
+		if err := cliapp.Run(newApp(os.Stdout, os.Stderr), os.Args); err != nil {
 			if msg := err.Error(); msg != "" {
 				fmt.Fprintln(os.Stderr, msg)
 			}

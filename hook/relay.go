@@ -68,6 +68,16 @@ func runRelay(c *cli.Context) error {
 		if errors.As(err, &e) && e.Code == admission.ErrTicketRefused {
 			return cli.Exit("mitrity-hook exec: the gateway refused the ticket ("+e.Message+"); nothing ran", exitCannotStart)
 		}
+		if errors.Is(err, admission.ErrUnreachable) {
+			// No connection, so the ticket never reached the gateway: the
+			// model may retry once the gateway is back.
+			return cli.Exit("mitrity-hook exec: "+err.Error()+"; the ticket was never presented, so nothing ran", exitCannotStart)
+		}
+		if e != nil {
+			// The gateway answered with an error before any output: a run
+			// starts only after the stream does.
+			return cli.Exit("mitrity-hook exec: the gateway refused the request ("+e.Message+"); nothing ran", exitCannotStart)
+		}
 		if errors.Is(err, admission.ErrStreamBroken) {
 			// The gateway took the ticket and went away mid-run: a dropped
 			// stream kills the run with it.

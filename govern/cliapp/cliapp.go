@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/mattn/go-isatty"
@@ -92,7 +93,7 @@ func NewLogger(w io.Writer, level string) (zerolog.Logger, error) {
 // code of a cli.ExitCoder error, else 1. A non-empty error message is
 // printed to stderr first.
 func Main(app *cli.App) {
-	err := app.Run(os.Args)
+	err := Run(app, os.Args)
 	if err == nil {
 		return
 	}
@@ -105,4 +106,89 @@ func Main(app *cli.App) {
 		fmt.Fprintf(app.ErrWriter, "%s: %s\n", app.Name, msg)
 	}
 	os.Exit(code)
+}
+
+// Run runs app with args after moving each command's own flags that follow
+// its positional arguments in front of them: urfave/cli stops reading flags
+// at the first argument, and people type `audit show ID --config F`. Only
+// the command's known flags move; a `--` ends them, and a command that
+// takes a command line (ArgsUsage "-- COMMAND") keeps everything after its
+// first argument as it is, so `exec ls -la` and `exec echo --json` run
+// what they say.
+func Run(app *cli.App, args []string) error {
+	if len(args) < 2 {
+		return app.Run(args)
+	}
+	out := append([]string{args[0]}, permute(app.Flags, app.Commands, args[1:], false)...)
+	return app.Run(out)
+}
+
+// permute orders args (what follows a command's name) as flags first, then
+// positional arguments, descending into a subcommand when one is named.
+func permute(flags []cli.Flag, cmds []*cli.Command, args []string, commandLine bool) []string {
+	var lead, pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			// Everything after it is an argument: "--" goes in front of
+			// the arguments so that the ones before it stay arguments too.
+			return append(append(append(lead, "--"), pos...), args[i+1:]...)
+		}
+		if commandLine && len(pos) > 0 {
+			pos = append(pos, args[i:]...)
+			break
+		}
+		if f, ok := knownFlag(flags, a); ok {
+			lead = append(lead, a)
+			if takesValue(f) && !strings.Contains(a, "=") && i+1 < len(args) {
+				lead = append(lead, args[i+1])
+				i++
+			}
+			continue
+		}
+		if len(pos) == 0 {
+			if sub := findCommand(cmds, a); sub != nil {
+				if sub.SkipFlagParsing {
+					return append(append(lead, a), args[i+1:]...)
+				}
+				rest := permute(sub.Flags, sub.Subcommands, args[i+1:], strings.HasPrefix(sub.ArgsUsage, "--"))
+				return append(append(lead, a), rest...)
+			}
+		}
+		pos = append(pos, a)
+	}
+	return append(lead, pos...)
+}
+
+// knownFlag is the flag a token such as -x, --name or --name=v names.
+func knownFlag(flags []cli.Flag, a string) (cli.Flag, bool) {
+	if len(a) < 2 || a[0] != '-' {
+		return nil, false
+	}
+	name, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")
+	for _, f := range append(flags, cli.HelpFlag) {
+		if f == nil {
+			continue
+		}
+		for _, n := range f.Names() {
+			if n == name {
+				return f, true
+			}
+		}
+	}
+	return nil, false
+}
+
+func takesValue(f cli.Flag) bool {
+	d, ok := f.(cli.DocGenerationFlag)
+	return ok && d.TakesValue()
+}
+
+func findCommand(cmds []*cli.Command, name string) *cli.Command {
+	for _, c := range cmds {
+		if c.HasName(name) {
+			return c
+		}
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 
+	gocmp "github.com/google/go-cmp/cmp"
 	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
 	"gotest.tools/v3/assert"
@@ -57,4 +58,47 @@ func TestNewLoggerLevel(t *testing.T) {
 	l.Warn().Msg("shown")
 	assert.Check(t, !bytes.Contains(buf.Bytes(), []byte("hidden")))
 	assert.Check(t, is.Contains(buf.String(), "shown"))
+}
+
+// TestRunFlagsAfterArguments: a command's flags work after its arguments,
+// as people type them; a command line after `--` or after the first
+// argument of a command that takes one is left alone.
+func TestRunFlagsAfterArguments(t *testing.T) {
+	type got struct {
+		config string
+		json   bool
+		args   []string
+	}
+	var g got
+	action := func(c *cli.Context) error {
+		g = got{c.String("config"), c.Bool("json"), c.Args().Slice()}
+		return nil
+	}
+	flags := func() []cli.Flag {
+		return []cli.Flag{&cli.StringFlag{Name: "config", Aliases: []string{"c"}}, &cli.BoolFlag{Name: "json"}}
+	}
+	cmds := func() []*cli.Command {
+		return []*cli.Command{
+			{Name: "audit", Subcommands: []*cli.Command{{Name: "show", ArgsUsage: "EVENT_ID", Flags: flags(), Action: action}}},
+			{Name: "exec", ArgsUsage: "-- COMMAND", Flags: flags(), Action: action},
+		}
+	}
+	tests := []struct {
+		args []string
+		want got
+	}{
+		{[]string{"audit", "show", "ID", "--config", "f.yaml"}, got{"f.yaml", false, []string{"ID"}}},
+		{[]string{"audit", "show", "ID", "--config=f.yaml", "--json"}, got{"f.yaml", true, []string{"ID"}}},
+		{[]string{"audit", "show", "-c", "f.yaml", "ID"}, got{"f.yaml", false, []string{"ID"}}},
+		{[]string{"audit", "show", "ID", "--", "--config"}, got{"", false, []string{"ID", "--config"}}},
+		{[]string{"audit", "show", "ID", "-x"}, got{"", false, []string{"ID", "-x"}}},
+		{[]string{"exec", "--json", "--", "echo", "--config", "x"}, got{"", true, []string{"echo", "--config", "x"}}},
+		{[]string{"exec", "--config", "f", "ls", "-la", "--json"}, got{"f", false, []string{"ls", "-la", "--json"}}},
+	}
+	for _, tt := range tests {
+		var out, errOut bytes.Buffer
+		g = got{}
+		assert.NilError(t, Run(newTestApp(&out, &errOut, cmds()...), append([]string{"mitrity-test"}, tt.args...)), "%v", tt.args)
+		assert.Check(t, is.DeepEqual(g, tt.want, gocmp.AllowUnexported(got{})), "%v", tt.args)
+	}
 }

@@ -179,12 +179,15 @@ func Tool() *mcp.Tool {
 		Title: "Governed shell",
 		Description: "Run one shell command on this host through the MITRITY gateway. The gateway's policy decides " +
 			"whether it may run; it then runs in a sandbox with a constructed environment, a timeout and output caps. " +
-			"The result is the redacted, truncated stdout, then stderr after a '--- stderr ---' line, plus structured " +
-			"{exit_code, duration_ms, timeout_seconds, timed_out, truncated, sandbox_mode, redaction_count}. " +
-			"A non-zero exit code is a result, not an error; isError is true only when the call was denied " +
-			"(structuredContent.reason says why) or the command could not start. Credentials are referenced as " +
-			"${credential:<id>} and reach commands through environment variables, never argv.",
-		InputSchema: json.RawMessage(inputSchema),
+			"The result text is the redacted, truncated stdout, then stderr after a '--- stderr ---' line, then a " +
+			"'--- exit code N ---' line (with 'timed out' or 'output truncated' when so); the structured result " +
+			"carries the same: {stdout, stderr, exit_code, duration_ms, timeout_seconds, timed_out, truncated, " +
+			"sandbox_mode, redaction_count}. A non-zero exit code is a result, not an error; isError is true only " +
+			"when the call was denied or the command could not start, and then reason names why and message says " +
+			"what to do. Credentials are referenced as ${credential:<id>} and reach commands through environment " +
+			"variables, never argv.",
+		InputSchema:  json.RawMessage(inputSchema),
+		OutputSchema: json.RawMessage(outputSchema),
 		Annotations: &mcp.ToolAnnotations{
 			Title:           "Governed shell",
 			DestructiveHint: &yes,
@@ -207,6 +210,30 @@ const inputSchema = `{
   },
   "required": ["command"],
   "additionalProperties": false
+}`
+
+// outputSchema describes service.Structured, what every shell__execute
+// result carries as structuredContent (a denial too: clients may check it
+// against this schema whatever isError says).
+const outputSchema = `{
+  "type": "object",
+  "properties": {
+    "stdout": {"type": "string", "description": "The command's standard output, redacted and truncated (empty when nothing ran)."},
+    "stderr": {"type": "string", "description": "The command's standard error, redacted and truncated, with the gateway's notes (timeout, truncation, what the sandbox refused)."},
+    "exit_code": {"type": ["integer", "null"], "description": "The command's exit code; null when it did not run or was killed by a signal."},
+    "duration_ms": {"type": "integer"},
+    "timeout_seconds": {"type": "integer", "description": "The timeout the run had."},
+    "timed_out": {"type": "boolean"},
+    "truncated": {"type": "boolean", "description": "Output beyond the cap was discarded."},
+    "sandbox_mode": {"type": "string", "enum": ["bubblewrap", "bubblewrap_no_seccomp", "seatbelt", "none", "unavailable_denied"]},
+    "redaction_count": {"type": "integer", "description": "How many secrets were replaced by [REDACTED:...] markers."},
+    "status": {"type": "string", "description": "Present when the run did not complete: timed_out, killed, failed_to_start, never_ran."},
+    "reason": {"type": "string", "description": "Why the call was denied or did not complete (a closed vocabulary)."},
+    "message": {"type": "string", "description": "What happened and what to do about it."},
+    "event_id": {"type": "string", "description": "The audit event of this call."},
+    "protected_created": {"type": "array", "items": {"type": "string"}}
+  },
+  "required": ["stdout", "stderr", "exit_code", "timed_out", "truncated"]
 }`
 
 // Args are the tool's arguments.
@@ -393,6 +420,6 @@ func toolError(reason govern.Reason, msg string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: msg}},
 		IsError:           true,
-		StructuredContent: service.Structured{Reason: string(reason)},
+		StructuredContent: service.Structured{Reason: string(reason), Message: msg},
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
@@ -114,6 +115,7 @@ func call(t *testing.T, cs *mcp.ClientSession, args any) (*mcp.CallToolResult, s
 	var st service.Structured
 	b, _ := json.Marshal(res.StructuredContent)
 	must(t, json.Unmarshal(b, &st))
+	checkOutputSchema(t, b)
 	if len(res.Content) != 1 {
 		t.Fatalf("want one content item, got %d", len(res.Content))
 	}
@@ -122,6 +124,22 @@ func call(t *testing.T, cs *mcp.ClientSession, args any) (*mcp.CallToolResult, s
 		t.Fatalf("content is %T, not text", res.Content[0])
 	}
 	return res, st, tc.Text
+}
+
+// checkOutputSchema fails t unless structured (a result's
+// structuredContent, as JSON) is valid against the output schema the tool
+// declares: clients may check it, a denial's too.
+func checkOutputSchema(t *testing.T, structured []byte) {
+	t.Helper()
+	var schema jsonschema.Schema
+	must(t, json.Unmarshal(mcpserver.Tool().OutputSchema.(json.RawMessage), &schema))
+	rs, err := schema.Resolve(nil)
+	must(t, err)
+	var v any
+	must(t, json.Unmarshal(structured, &v))
+	if err := rs.Validate(v); err != nil {
+		t.Errorf("structuredContent does not match the declared outputSchema: %v\n%s", err, structured)
+	}
 }
 
 func TestListTools(t *testing.T) {
@@ -173,8 +191,11 @@ func TestCallExitCode(t *testing.T) {
 	if st.ExitCode == nil || *st.ExitCode != 3 {
 		t.Fatalf("exit_code: %+v (%s)", st, text)
 	}
-	if !strings.Contains(text, "hello\n") || !strings.Contains(text, "--- stderr ---\noops") {
-		t.Errorf("text: %q", text)
+	if want := "hello\n--- stderr ---\noops\n--- exit code 3 ---"; text != want {
+		t.Errorf("text: %q, want %q", text, want)
+	}
+	if st.Stdout != "hello\n" || st.Stderr != "oops\n" {
+		t.Errorf("the structured result must carry both streams: %+v", st)
 	}
 	if st.TimeoutSeconds != 20 || st.SandboxMode != "none" || st.EventID == "" {
 		t.Errorf("structured: %+v", st)
@@ -184,7 +205,7 @@ func TestCallExitCode(t *testing.T) {
 func TestCallStdinAndCwd(t *testing.T) {
 	cs := connect(t, mcpserver.New(mcpserver.Options{Service: newService(t, true), Enabled: true, Agent: "local"}))
 	res, st, text := call(t, cs, map[string]any{"command": "cat", "stdin": "from stdin"})
-	if res.IsError || st.ExitCode == nil || *st.ExitCode != 0 || text != "from stdin" {
+	if res.IsError || st.ExitCode == nil || *st.ExitCode != 0 || st.Stdout != "from stdin" {
 		t.Fatalf("stdin: %v %+v %q", res.IsError, st, text)
 	}
 	res, st, _ = call(t, cs, map[string]any{"command": "pwd", "cwd": "/"})

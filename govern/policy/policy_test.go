@@ -265,3 +265,33 @@ func TestCredentialGrammarMatchesConfig(t *testing.T) {
 		assert.Check(t, is.Equal(validCredentialID(id), config.ValidCredentialID(id)), "id %q", id)
 	}
 }
+
+// TestParseMergeOverride: a profile built from a base with `<<` and one
+// knob overridden, the normal use of merge keys (docs/configuration.md).
+func TestParseMergeOverride(t *testing.T) {
+	src := `default_agent:
+  profile: dev
+profiles:
+  base: &base
+    sandbox_required: true
+    exec_timeout_seconds: 30
+    builtin_exec_routing: framework
+  dev:
+    <<: *base
+    builtin_exec_routing: governed_shell
+`
+	p, err := Parse("policy.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, base := p.Profiles["dev"], p.Profiles["base"]
+	if got := dev.BuiltinExecRouting; got != RoutingGovernedShell {
+		t.Errorf("dev routing: %s", got)
+	}
+	if got := base.BuiltinExecRouting; got != RoutingFramework {
+		t.Errorf("base routing: %s", got)
+	}
+	if dev.ExecTimeoutSeconds != 30 {
+		t.Errorf("dev timeout: %d", dev.ExecTimeoutSeconds)
+	}
+}

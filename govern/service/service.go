@@ -183,8 +183,14 @@ func New(d Deps) *Service {
 }
 
 // Structured is the machine-readable part of a result: the MCP tool's
-// structuredContent.
+// structuredContent. It carries everything the text does (Claude Code and
+// Codex hand a model only the structured content when there is one), so
+// the output of both streams and the sentence of a denial are here too.
 type Structured struct {
+	// Stdout and Stderr are redacted and truncated, with the markers the
+	// text has (truncation, timeout, what the sandbox refused).
+	Stdout         string `json:"stdout"`
+	Stderr         string `json:"stderr"`
 	ExitCode       *int   `json:"exit_code"`
 	DurationMs     int64  `json:"duration_ms"`
 	TimeoutSeconds int    `json:"timeout_seconds"`
@@ -194,8 +200,12 @@ type Structured struct {
 	RedactionCount int    `json:"redaction_count"`
 	// Reason (closed vocabulary) and Status explain a denial or a run that
 	// did not complete.
-	Reason  string `json:"reason,omitempty"`
-	Status  string `json:"status,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	Status string `json:"status,omitempty"`
+	// Message is the sentence, redacted, that says what happened and what
+	// to do: why a call was denied, why a command did not run, why a run
+	// was killed.
+	Message string `json:"message,omitempty"`
 	EventID string `json:"event_id,omitempty"`
 	// ProtectedCreated lists protected paths the command created (absent
 	// before the run): reported to the operator, not prevented.
@@ -204,18 +214,13 @@ type Structured struct {
 
 // Result is what the agent sees.
 type Result struct {
-	// Stdout and Stderr are redacted and truncated; Text is the content
-	// shown to the agent (stdout, then stderr clearly separated, or the
-	// denial).
-	Stdout, Stderr string
-	Text           string
-	IsError        bool
-	Structured     Structured
-	Decision       govern.Decision
-	Status         govern.Status // zero when nothing was attempted
-	// Message says, redacted, why a run that started did not complete
-	// (killed: for creating a protected path, by a dead egress proxy, ...).
-	Message string
+	// Text is the content shown to the agent: everything Structured says,
+	// written for a model to read (runText), or the denial.
+	Text       string
+	IsError    bool
+	Structured Structured
+	Decision   govern.Decision
+	Status     govern.Status // zero when nothing was attempted
 }
 
 // ExitCode maps a result to the relay's exit codes: the command's own;
@@ -291,7 +296,7 @@ func (s bound) denied(ctx context.Context, call govern.Call, st *pipeline.State,
 	}
 	text = s.scrub.Scrub(text)
 	res := Result{Text: text, IsError: true, Decision: d,
-		Structured: Structured{Reason: string(d.Reason), EventID: id}}
+		Structured: Structured{Reason: string(d.Reason), Message: s.scrub.Scrub(d.Message), EventID: id}}
 	if noSandbox {
 		s.degraded(ctx, st, govern.SandboxUnavailableDenied, govern.StatusNeverRan, id)
 		res.Status = govern.StatusNeverRan
@@ -407,7 +412,8 @@ func (s bound) recordDecision(pr *prepared, d govern.Decision) (Result, bool) {
 func (s bound) unaudited(st *pipeline.State, mode govern.SandboxMode, ceiling int, err error) Result {
 	d := s.auditUnavailable(err)
 	return Result{Text: s.scrub.Scrub("denied (audit_unavailable): " + d.Message), IsError: true, Decision: d, Status: govern.StatusNeverRan,
-		Structured: Structured{TimeoutSeconds: ceiling, SandboxMode: mode.String(), Reason: string(d.Reason), Status: govern.StatusNeverRan.String()}}
+		Structured: Structured{TimeoutSeconds: ceiling, SandboxMode: mode.String(), Reason: string(d.Reason), Status: govern.StatusNeverRan.String(),
+			Message: s.scrub.Scrub(d.Message)}}
 }
 
 // auditUnavailable is the refusal of a call whose decision could not be
@@ -678,25 +684,60 @@ func (s bound) finish(ctx context.Context, pr *prepared, mode govern.SandboxMode
 	if recErr != nil {
 		stderr += s.scrub.Scrub(fmt.Sprintf("\n[this run's completion could not be recorded in the audit log (%v); its decision is event %s; the operator has been told through the gateway's log]\n", recErr, id))
 	}
-	res := Result{Stdout: stdout, Stderr: stderr, Decision: govern.Decision{Outcome: govern.Allow}, Status: r.Status,
-		Structured: Structured{ExitCode: r.ExitCode, DurationMs: r.DurationMS, TimeoutSeconds: ceiling, TimedOut: r.TimedOut(),
-			Truncated: truncated, SandboxMode: shownMode, RedactionCount: redactions, EventID: id,
-			ProtectedCreated: created}, Message: killedBecause}
-	res.Text = stdout
-	if stderr != "" {
-		res.Text += "\n--- stderr ---\n" + stderr
-	}
+	res := Result{Decision: govern.Decision{Outcome: govern.Allow}, Status: r.Status,
+		Structured: Structured{Stdout: stdout, Stderr: stderr, ExitCode: r.ExitCode, DurationMs: r.DurationMS, TimeoutSeconds: ceiling,
+			TimedOut: r.TimedOut(), Truncated: truncated, SandboxMode: shownMode, RedactionCount: redactions, EventID: id,
+			ProtectedCreated: created, Message: killedBecause}}
 	if r.Status == govern.StatusFailedToStart || r.Status == govern.StatusNeverRan {
 		res.IsError = true
 		res.Structured.Reason, res.Structured.Status = string(r.Reason), r.Status.String()
+		res.Structured.Message = s.scrub.Scrub(redact(r.Message))
 		res.Text = s.scrub.Scrub(fmt.Sprintf("the command did not run (%s): %s", r.Reason, r.Message))
 		if recErr != nil {
 			res.Text += s.scrub.Scrub(unrecordedNote("outcome", recErr))
 		}
-	} else if r.Status != govern.StatusCompleted {
+		return res
+	}
+	if r.Status != govern.StatusCompleted {
 		res.Structured.Status, res.Structured.Reason = r.Status.String(), string(r.Reason)
 	}
+	res.Text = runText(res.Structured)
 	return res
+}
+
+// runText is a run's result as a model reads it: stdout, then stderr under
+// a rule, then one line with the exit code and whatever else is true of
+// the run (timed out, truncated, killed). Every client gets this text or
+// the structured content, some only one of them, so both carry it all.
+func runText(st Structured) string {
+	var b strings.Builder
+	rule := func(title string) {
+		if b.Len() > 0 && !strings.HasSuffix(b.String(), "\n") {
+			b.WriteByte('\n')
+		}
+		b.WriteString("--- " + title + " ---")
+	}
+	b.WriteString(st.Stdout)
+	if st.Stderr != "" {
+		rule("stderr")
+		b.WriteByte('\n')
+		b.WriteString(st.Stderr)
+	}
+	facts := []string{"no exit code"}
+	if st.ExitCode != nil {
+		facts[0] = fmt.Sprintf("exit code %d", *st.ExitCode)
+	}
+	if st.Status != "" && st.Status != govern.StatusCompleted.String() && !st.TimedOut {
+		facts = append(facts, st.Status)
+	}
+	if st.TimedOut {
+		facts = append(facts, fmt.Sprintf("timed out after %ds", st.TimeoutSeconds))
+	}
+	if st.Truncated {
+		facts = append(facts, "output truncated")
+	}
+	rule(strings.Join(facts, ", "))
+	return b.String()
 }
 
 // destinationEvents writes one DLP event (unauthorized_destination) per

@@ -206,7 +206,7 @@ func TestCall(t *testing.T) {
 				tc.call.Agent = "local"
 			}
 			res := svc.Call(context.Background(), tc.call)
-			all := res.Text + res.Stdout + res.Stderr
+			all := res.Text + res.Structured.Stdout + res.Structured.Stderr
 
 			assert.Check(t, is.Equal(runner.runs > 0, tc.ran), "ran: %s", all)
 			assert.Check(t, is.Len(sink.events, tc.events), "%s", all)
@@ -318,7 +318,7 @@ func TestAdmitRedeem(t *testing.T) {
 				res, err := svc.Redeem(context.Background(), a.Ticket, tc.agent, tc.redeem, nil)
 				if tc.ran {
 					assert.NilError(t, err)
-					assert.Check(t, is.Equal(res.Stdout, "hi\n"))
+					assert.Check(t, is.Equal(res.Structured.Stdout, "hi\n"))
 				} else {
 					assert.Check(t, errors.Is(err, ErrTicketRefused), "%v", err)
 				}

@@ -139,7 +139,10 @@ func Decode(file string, data []byte, v any) (doc *Doc, err error) {
 	}
 	// The walk is stricter than the decoder, so a document it accepts
 	// decodes; the decoder still has the last word (aliases, merges).
-	dec := yaml.NewDecoder(bytes.NewReader(nil), yaml.DisallowUnknownField())
+	// A key repeated within one mapping is the parser's error; what the
+	// decoder would call a duplicate past that is a key overriding a
+	// merged one, which the walk made sure comes after the merge.
+	dec := yaml.NewDecoder(bytes.NewReader(nil), yaml.DisallowUnknownField(), yaml.AllowDuplicateMapKey())
 	if err := dec.DecodeFromNode(body, v); err != nil {
 		errs.Add(yamlError(file, err))
 		return nil, errs.Err()
@@ -288,13 +291,8 @@ func (w *walker) resolve(n ast.Node) (ast.Node, bool) {
 // mapping checks a mapping against a struct (known keys only) or a map with
 // string keys.
 func (w *walker) mapping(path string, n ast.Node, t reflect.Type, record bool) {
-	var entries []*ast.MappingValueNode
-	switch m := n.(type) {
-	case *ast.MappingNode:
-		entries = m.Values
-	case *ast.MappingValueNode:
-		entries = []*ast.MappingValueNode{m}
-	default:
+	entries, ok := entriesOf(n)
+	if !ok {
 		w.fail(n, path, "want a mapping, got %s", describe(n))
 		return
 	}
@@ -302,14 +300,22 @@ func (w *walker) mapping(path string, n ast.Node, t reflect.Type, record bool) {
 	if t.Kind() == reflect.Struct {
 		fields = fieldTypes(t)
 	}
+	explicit := false // a key of this mapping's own came before
 	for _, mv := range entries {
 		if mv.Key == nil {
 			continue
 		}
 		if mv.Key.Type() == ast.MergeKeyType {
+			// A key of the mapping's own overrides what << merges in,
+			// wherever it stands (YAML's merge rule); the decoder lets the
+			// later of the two win, so the merge must come first.
+			if explicit {
+				w.fail(mv.Key, path, "the merge key << must come before the mapping's own keys, which override what it merges")
+			}
 			w.merge(path, mv.Value, t)
 			continue
 		}
+		explicit = true
 		name := keyText(mv.Key)
 		p := Key(path, name)
 		elem := t
@@ -342,7 +348,17 @@ func (w *walker) merge(path string, v ast.Node, t reflect.Type) {
 		return
 	}
 	if seq, isSeq := v.(*ast.SequenceNode); isSeq {
+		// In YAML the first of the merged mappings that has a key wins; the
+		// decoder would take the last. A key merged from two of them is
+		// refused rather than read the way the author did not mean.
+		from := map[string]bool{}
 		for _, e := range seq.Values {
+			for _, k := range w.mergedKeys(e) {
+				if from[k] {
+					w.fail(e, Key(path, k), "key %q is merged in from more than one mapping; set it in the mapping itself", k)
+				}
+				from[k] = true
+			}
 			w.merge(path, e, t)
 		}
 		return
@@ -351,6 +367,47 @@ func (w *walker) merge(path string, v ast.Node, t reflect.Type) {
 		v = w.anchors[a.Value.GetToken().Value]
 	}
 	w.mapping(path, v, t, false)
+}
+
+// mergedKeys is the keys a mapping merged by << brings in: its own and
+// those it merges itself.
+func (w *walker) mergedKeys(v ast.Node) []string {
+	v, ok := w.resolve(v)
+	if !ok {
+		return nil
+	}
+	if a, isAlias := v.(*ast.AliasNode); isAlias {
+		v = w.anchors[a.Value.GetToken().Value]
+	}
+	entries, _ := entriesOf(v)
+	var keys []string
+	for _, mv := range entries {
+		switch {
+		case mv.Key == nil:
+		case mv.Key.Type() == ast.MergeKeyType:
+			if seq, isSeq := mv.Value.(*ast.SequenceNode); isSeq {
+				for _, e := range seq.Values {
+					keys = append(keys, w.mergedKeys(e)...)
+				}
+			} else {
+				keys = append(keys, w.mergedKeys(mv.Value)...)
+			}
+		default:
+			keys = append(keys, keyText(mv.Key))
+		}
+	}
+	return keys
+}
+
+// entriesOf is a mapping's entries; false when n is no mapping.
+func entriesOf(n ast.Node) ([]*ast.MappingValueNode, bool) {
+	switch m := n.(type) {
+	case *ast.MappingNode:
+		return m.Values, true
+	case *ast.MappingValueNode:
+		return []*ast.MappingValueNode{m}, true
+	}
+	return nil, false
 }
 
 func fieldTypes(t reflect.Type) map[string]reflect.Type {

@@ -77,6 +77,10 @@ func TestDecodeProblems(t *testing.T) {
 		{"alias checked", "inner: &i {mode: 3}\n", []string{`f.yaml:1:18: inner.mode: want a string, got 3 (quote it to mean the text)`}},
 		{"alias target checked at use", "env: &e {A: b}\ninner: *e\n", []string{`f.yaml:1:10: inner.A: unknown key "A" (want one of mode)`}},
 		{"merge checked", "env: &e {A: b}\ninner:\n  <<: *e\n", []string{`f.yaml:1:10: inner.A: unknown key "A" (want one of mode)`}},
+		{"merge after an own key", "env:\n  A: a\n  <<: {A: b}\n", []string{`f.yaml:3:3: env: the merge key << must come before the mapping's own keys, which override what it merges`}},
+		{"key merged from two mappings", "env:\n  <<: [{A: a}, {A: b}]\n", []string{`f.yaml:2:16: env.A: key "A" is merged in from more than one mapping; set it in the mapping itself`}},
+		{"duplicate key in a flow mapping", "env: {A: a, A: b}\n", []string{`f.yaml:1:13: mapping key "A" already defined at [1:7]`}},
+		{"duplicate key beside a merge", "env:\n  <<: {A: a}\n  B: b\n  B: c\n", []string{`f.yaml:4:3: mapping key "B" already defined at [3:3]`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -84,6 +88,29 @@ func TestDecodeProblems(t *testing.T) {
 			assert.DeepEqual(t, lines(t, tt.src), tt.want)
 		})
 	}
+}
+
+// TestDecodeMergeOverride: a key after `<<` overrides the merged value, in
+// a struct and in a map (the normal use of merge keys: a base, then what
+// differs).
+func TestDecodeMergeOverride(t *testing.T) {
+	t.Parallel()
+	var w wire
+	_, err := Decode("f.yaml", []byte("inner: &i\n  mode: framework\nenv:\n  <<: {A: a, B: b}\n  B: c\n"), &w)
+	assert.NilError(t, err)
+	assert.DeepEqual(t, w.Env, map[string]string{"A": "a", "B": "c"})
+	var v struct {
+		Base *struct {
+			Mode *string `yaml:"mode"`
+		} `yaml:"base"`
+		Inner *struct {
+			Mode *string `yaml:"mode"`
+		} `yaml:"inner"`
+	}
+	_, err = Decode("f.yaml", []byte("base: &b\n  mode: framework\ninner:\n  <<: *b\n  mode: governed_shell\n"), &v)
+	assert.NilError(t, err)
+	assert.Equal(t, *v.Base.Mode, "framework")
+	assert.Equal(t, *v.Inner.Mode, "governed_shell")
 }
 
 func TestDecodeValues(t *testing.T) {
