@@ -42,6 +42,41 @@ func TestRenderSettings(t *testing.T) {
 	}
 }
 
+// TestRenderSettingsCodexGemini: Codex's requirements and Gemini's system
+// settings, rendered by the binary, pass its own --check; a drifted copy
+// fails naming the key; a Gemini user file that switches the hook off by
+// name fails --check --merged.
+func TestRenderSettingsCodexGemini(t *testing.T) {
+	t.Parallel()
+	hook := binPath(t, "mitrity-hook")
+	dir := t.TempDir()
+	for _, tc := range []struct{ fw, old, new, key string }{
+		{"codex", "allow_managed_hooks_only = true", "allow_managed_hooks_only = false", "allow_managed_hooks_only"},
+		{"gemini", `"enabled": true`, `"enabled": false`, "hooksConfig.enabled"},
+	} {
+		out, err := exec.Command(hook, "render-settings", "--framework", tc.fw, "--hook-path", "/usr/bin/mitrity-hook").Output()
+		must(t, err)
+		file := filepath.Join(dir, tc.fw)
+		must(t, os.WriteFile(file, out, 0o644))
+		b, err := exec.Command(hook, "render-settings", "--framework", tc.fw, "--hook-path", "/usr/bin/mitrity-hook", "--check", file).CombinedOutput()
+		if err != nil || !strings.Contains(string(b), "compliant") {
+			t.Fatalf("%s: the rendered file fails its own check: %v\n%s\n%s", tc.fw, err, b, out)
+		}
+		must(t, os.WriteFile(file, bytes.Replace(out, []byte(tc.old), []byte(tc.new), 1), 0o644))
+		b, err = exec.Command(hook, "render-settings", "--framework", tc.fw, "--hook-path", "/usr/bin/mitrity-hook", "--check", file).CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(b), tc.key) {
+			t.Fatalf("%s: drift must be reported: %v\n%s", tc.fw, err, b)
+		}
+	}
+	user := filepath.Join(dir, "user-settings.json")
+	must(t, os.WriteFile(user, []byte(`{"hooksConfig": {"disabled": ["mitrity"]}}`), 0o644))
+	b, err := exec.Command(hook, "render-settings", "--framework", "gemini", "--hook-path", "/usr/bin/mitrity-hook", "--check", user, "--merged").CombinedOutput()
+	if err == nil || !strings.Contains(string(b), "hooksConfig.disabled[0]") {
+		t.Fatalf("a user file switching the hook off: %v\n%s", err, b)
+	}
+}
+
 // nodeBinary is Node, from PATH or the e2e tools scripts/deps installs.
 func nodeBinary(t *testing.T) string {
 	if p, err := exec.LookPath("node"); err == nil {

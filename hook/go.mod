@@ -3,6 +3,7 @@ module github.com/mitrity/mitrity/hook
 go 1.26.0
 
 require (
+	github.com/pelletier/go-toml/v2 v2.2.3
 	github.com/urfave/cli/v2 v2.27.7
 	gotest.tools/v3 v3.5.2
 )

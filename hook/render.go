@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -16,29 +17,51 @@ import (
 
 func renderSettingsCommand() *cli.Command {
 	return &cli.Command{
-		Name:  "render-settings",
-		Usage: "print the managed settings that install the hook (Claude Code: /etc/claude-code/managed-settings.json), or --check an existing file",
-		Description: "The settings register `mitrity-hook claude` as the PreToolUse hook for Bash, keep Claude Code's own sandbox on\n" +
-			"(allowUnsandboxedCommands: false, failIfUnavailable: true), ask before `git push` and each state-mutating `gh`\n" +
-			"subcommand, allow the read-only ones, and deny the credential files. Under --routing the relay is given its one\n" +
-			"way to the admission socket. --check FILE reports every drift from those rules and exits 1 when there is any.\n" +
-			"See docs/frameworks.md.",
+		Name: "render-settings",
+		Usage: "print the managed configuration that installs the hook (claude: " + settings.ClaudeManagedPath + "; codex: " +
+			settings.CodexRequirementsPath + "; gemini: " + settings.GeminiSystemPath + "), or --check an existing file",
+		Description: "claude: the settings register `mitrity-hook claude` as the PreToolUse hook for Bash, keep Claude Code's own\n" +
+			"sandbox on (allowUnsandboxedCommands: false, failIfUnavailable: true), ask before `git push` and each\n" +
+			"state-mutating `gh` subcommand, allow the read-only ones, and deny the credential files. Under --routing the\n" +
+			"relay is given its one way to the admission socket. On Linux that sandbox needs bubblewrap and socat.\n" +
+			"codex: requirements.toml with `mitrity-hook codex` as the managed PreToolUse hook and managed hooks only (a hook\n" +
+			"in ~/.codex/hooks.json is skipped by `codex exec` until trusted in Codex's UI).\n" +
+			"gemini: system settings with the hooks system on and `mitrity-hook gemini` as the BeforeTool hook of\n" +
+			"run_shell_command; --check a user's or project's settings with --merged (they can switch it off by name).\n" +
+			"--check FILE reports every drift from those rules and exits 1 when there is any. See docs/frameworks.md.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "framework", Value: "claude", Usage: "the framework: claude"},
+			&cli.StringFlag{Name: "framework", Value: "claude", Usage: "the framework: claude, codex or gemini (OpenCode: render-opencode-plugin)"},
 			&cli.StringFlag{Name: "os", Value: runtime.GOOS, Usage: "linux or darwin"},
 			&cli.StringFlag{Name: "hook-path", Usage: "absolute path of mitrity-hook on the agent's host (default: this binary's)"},
-			&cli.StringFlag{Name: "socket", Usage: "the admission socket, pinned in the settings' env (default: left to the hook's own default)"},
-			&cli.BoolFlag{Name: "routing", Usage: "the profile routes Bash to the governed shell (builtin_exec_routing: governed_shell)"},
-			&cli.IntFlag{Name: "hook-timeout", Usage: "seconds Claude Code waits for the hook; must outlast a held call (the profile's hold.timeout_seconds)"},
-			&cli.StringFlag{Name: "check", Usage: "audit this settings file instead of printing settings"},
+			&cli.StringFlag{Name: "socket", Usage: "the admission socket, pinned in the configuration (default: left to the hook's own default)"},
+			&cli.BoolFlag{Name: "routing", Usage: "the profile routes shell calls to the governed shell (builtin_exec_routing: governed_shell)"},
+			&cli.IntFlag{Name: "hook-timeout", Usage: "seconds the framework waits for the hook; must outlast a held call (the profile's hold.timeout_seconds)"},
+			&cli.StringFlag{Name: "check", Usage: "audit this file instead of printing the configuration"},
+			&cli.BoolFlag{Name: "merged", Usage: "gemini --check: the file is a user's or project's settings, merged into the system file"},
 		},
 		Action: runRenderSettings,
 	}
 }
 
+// A renderer prints one framework's configuration; its checker audits a file.
+type renderer struct {
+	render func(settings.Options) ([]byte, error)
+	check  func(data []byte, o settings.Options, merged bool) []settings.Finding
+}
+
+var renderers = map[string]renderer{
+	"claude": {settings.RenderClaude, func(d []byte, o settings.Options, _ bool) []settings.Finding { return settings.CheckClaude(d, o) }},
+	"codex":  {settings.RenderCodex, func(d []byte, o settings.Options, _ bool) []settings.Finding { return settings.CheckCodex(d, o) }},
+	"gemini": {settings.RenderGemini, func(d []byte, o settings.Options, merged bool) []settings.Finding {
+		return settings.CheckGemini(d, o, !merged)
+	}},
+}
+
 func runRenderSettings(c *cli.Context) error {
-	if fw := c.String("framework"); fw != "claude" {
-		return cli.Exit(fmt.Sprintf("render-settings: --framework %q: only claude has managed settings; see docs/frameworks.md for codex, gemini and opencode", fw), 2)
+	fw := c.String("framework")
+	r, ok := renderers[fw]
+	if !ok {
+		return cli.Exit(fmt.Sprintf("render-settings: --framework %q: want claude, codex or gemini (OpenCode: render-opencode-plugin); see docs/frameworks.md", fw), 2)
 	}
 	if c.NArg() > 0 {
 		return cli.Exit(fmt.Sprintf("render-settings: unexpected arguments %q", c.Args().Slice()), 2)
@@ -57,18 +80,21 @@ func runRenderSettings(c *cli.Context) error {
 		path = r
 	}
 	sock := c.String("socket")
-	if sock == "" && c.Bool("routing") && c.String("os") == "darwin" {
+	if sock == "" && c.Bool("routing") && c.String("os") == "darwin" && fw == "claude" {
 		// macOS names the one socket the relay may reach.
 		sock = govern.AdmissionSocket(os.Geteuid(), os.Getenv)
 	}
 	o := settings.Options{OS: c.String("os"), HookPath: path, Socket: sock, Routing: c.Bool("routing"),
 		HookTimeoutSeconds: c.Int("hook-timeout")}
+	if fw == "claude" {
+		o.LookPath = exec.LookPath
+	}
 	if file := c.String("check"); file != "" {
 		data, err := os.ReadFile(file)
 		if err != nil {
 			return cli.Exit("render-settings --check: "+err.Error(), 2)
 		}
-		findings := settings.CheckClaude(data, o)
+		findings := r.check(data, o, c.Bool("merged"))
 		for _, f := range findings {
 			fmt.Fprintln(c.App.Writer, f.String())
 		}
@@ -78,13 +104,19 @@ func runRenderSettings(c *cli.Context) error {
 		fmt.Fprintf(c.App.Writer, "%s: compliant\n", file)
 		return nil
 	}
-	out, err := settings.RenderClaude(o)
+	out, err := r.render(o)
 	if err != nil {
 		return cli.Exit("render-settings: "+err.Error(), 2)
 	}
 	c.App.Writer.Write(out)
 	if !strings.HasSuffix(string(out), "\n") {
 		fmt.Fprintln(c.App.Writer)
+	}
+	if fw == "claude" && o.OS == "linux" {
+		// The settings may be meant for other hosts: said, not refused.
+		for _, f := range settings.ClaudeSandboxTools(exec.LookPath) {
+			fmt.Fprintln(c.App.ErrWriter, "render-settings: warning: "+f.String())
+		}
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package settings
 
 import (
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -41,19 +40,33 @@ func CheckClaude(settings []byte, o Options) []Finding {
 	if err != nil {
 		return []Finding{{Problem: "The check cannot run: " + err.Error() + ".", Fix: "pass valid options (os, hook path, socket)."}}
 	}
-	var root any
-	if err := json.Unmarshal(settings, &root); err != nil {
-		return []Finding{{Problem: fmt.Sprintf("The file is not valid JSON (%v), so Claude Code ignores it and applies none of these rules.", err), Fix: "render it again with mitrity-hook render-settings --framework claude."}}
+	c, findings := newChecker(settings, o, "claude")
+	if c == nil {
+		return findings
 	}
-	s, ok := root.(map[string]any)
-	if !ok {
-		return []Finding{{Problem: "The file is not a JSON object, so Claude Code applies none of these rules.", Fix: "render it again with mitrity-hook render-settings --framework claude."}}
-	}
-	c := checker{s: s, o: o}
 	c.hooks()
 	c.sandbox()
 	c.permissions()
+	if o.LookPath != nil && o.OS == "linux" {
+		c.findings = append(c.findings, ClaudeSandboxTools(o.LookPath)...)
+	}
 	return c.findings
+}
+
+// ClaudeSandboxTools reports what Claude Code's own sandbox needs on a
+// Linux host and does not find in PATH: bubblewrap and socat (its network
+// bridge). The settings make that sandbox mandatory (failIfUnavailable), so
+// without them Claude Code refuses to start at all.
+func ClaudeSandboxTools(lookPath func(string) (string, error)) []Finding {
+	var out []Finding
+	for _, t := range []struct{ bin, pkg string }{{"bwrap", "bubblewrap"}, {"socat", "socat"}} {
+		if _, err := lookPath(t.bin); err != nil {
+			out = append(out, Finding{Path: "sandbox",
+				Problem: fmt.Sprintf("this host has no %s in PATH, which Claude Code's sandbox needs on Linux: with these settings (sandbox mandatory) Claude Code refuses to start.", t.bin),
+				Fix:     fmt.Sprintf("install it on every host the settings go to (Debian: apt-get install %s).", t.pkg)})
+		}
+	}
+	return out
 }
 
 type checker struct {
@@ -88,12 +101,39 @@ func (c *checker) hooks() {
 	}
 	want := c.o.hookCommand()
 	snippet := fmt.Sprintf(`{"matcher": "Bash", "hooks": [{"type": "command", "command": %q, "timeout": %d, "onFailure": "block"}]}`, want, c.o.HookTimeoutSeconds)
-	groups, _ := c.get("hooks", "PreToolUse").([]any)
+	found := c.eachHook("PreToolUse", framework.Claude.ShellTool(), want, func(path string, hook map[string]any) {
+		switch t, ok := hook["timeout"].(float64); {
+		case !ok:
+			c.add(path+".timeout", fmt.Sprintf("is unset, so Claude Code gives the hook 600 seconds and then runs the call; a held call may wait longer (want at least %d).", c.o.HookTimeoutSeconds), fmt.Sprintf("set timeout to %d.", c.o.HookTimeoutSeconds))
+		case t < float64(c.o.HookTimeoutSeconds):
+			c.add(path+".timeout", fmt.Sprintf("is %g seconds: Claude Code stops waiting for a held call before it is decided, and then runs it (want at least %d).", t, c.o.HookTimeoutSeconds), fmt.Sprintf("set timeout to %d.", c.o.HookTimeoutSeconds))
+		}
+		if hook["async"] == true {
+			c.add(path+".async", "is true: Claude Code runs the call without waiting for Mitrity's answer.", "remove async.")
+		}
+		if hook["onFailure"] != "block" {
+			c.add(path+".onFailure", `is not "block": a hook that cannot start, times out or crashes lets the call run.`, `set onFailure to "block" (Claude Code 2.1.295 or later).`)
+		}
+	})
+	if !found {
+		c.add("hooks.PreToolUse", fmt.Sprintf("has no command hook running %q for the Bash tool: shell calls are not checked by Mitrity.", want), "add "+snippet+".")
+	}
+	if c.o.Socket != "" {
+		if got, _ := c.get("env", SocketEnv).(string); got != c.o.Socket {
+			c.add("env."+SocketEnv, fmt.Sprintf("is %q, not %q: the hook and the relay look for the gateway elsewhere.", got, c.o.Socket), fmt.Sprintf("set env.%s to %q.", SocketEnv, c.o.Socket))
+		}
+	}
+}
+
+// eachHook calls f for each command hook under hooks.<event> that runs
+// want for tool, with its dotted path, and reports whether there was one.
+func (c *checker) eachHook(event, tool, want string, f func(path string, hook map[string]any)) bool {
+	groups, _ := c.get("hooks", event).([]any)
 	found := false
 	for i, g := range groups {
 		group, _ := g.(map[string]any)
 		matcher, _ := group["matcher"].(string)
-		if group == nil || !matcherMatches(matcher, framework.Claude.ShellTool()) {
+		if group == nil || !matcherMatches(matcher, tool) {
 			continue
 		}
 		hooks, _ := group["hooks"].([]any)
@@ -104,29 +144,10 @@ func (c *checker) hooks() {
 				continue
 			}
 			found = true
-			path := fmt.Sprintf("hooks.PreToolUse[%d].hooks[%d]", i, j)
-			switch t, ok := hook["timeout"].(float64); {
-			case !ok:
-				c.add(path+".timeout", fmt.Sprintf("is unset, so Claude Code gives the hook 600 seconds and then runs the call; a held call may wait longer (want at least %d).", c.o.HookTimeoutSeconds), fmt.Sprintf("set timeout to %d.", c.o.HookTimeoutSeconds))
-			case t < float64(c.o.HookTimeoutSeconds):
-				c.add(path+".timeout", fmt.Sprintf("is %g seconds: Claude Code stops waiting for a held call before it is decided, and then runs it (want at least %d).", t, c.o.HookTimeoutSeconds), fmt.Sprintf("set timeout to %d.", c.o.HookTimeoutSeconds))
-			}
-			if hook["async"] == true {
-				c.add(path+".async", "is true: Claude Code runs the call without waiting for Mitrity's answer.", "remove async.")
-			}
-			if hook["onFailure"] != "block" {
-				c.add(path+".onFailure", `is not "block": a hook that cannot start, times out or crashes lets the call run.`, `set onFailure to "block" (Claude Code 2.1.295 or later).`)
-			}
+			f(fmt.Sprintf("hooks.%s[%d].hooks[%d]", event, i, j), hook)
 		}
 	}
-	if !found {
-		c.add("hooks.PreToolUse", fmt.Sprintf("has no command hook running %q for the Bash tool: shell calls are not checked by Mitrity.", want), "add "+snippet+".")
-	}
-	if c.o.Socket != "" {
-		if got, _ := c.get("env", SocketEnv).(string); got != c.o.Socket {
-			c.add("env."+SocketEnv, fmt.Sprintf("is %q, not %q: the hook and the relay look for the gateway elsewhere.", got, c.o.Socket), fmt.Sprintf("set env.%s to %q.", SocketEnv, c.o.Socket))
-		}
-	}
+	return found
 }
 
 func (c *checker) sandbox() {

@@ -266,3 +266,37 @@ func TestRuleMatching(t *testing.T) {
 		assert.Check(t, matcherMatches(tc.matcher, "Bash") == tc.want, tc.matcher)
 	}
 }
+
+// TestCheckClaudeSandboxTools: on Linux the check looks for what Claude
+// Code's own sandbox needs on the host it runs on; a missing one is a
+// finding naming the package, and none is reported when both are there.
+func TestCheckClaudeSandboxTools(t *testing.T) {
+	t.Parallel()
+	rendered, err := RenderClaude(linuxRouting)
+	assert.NilError(t, err)
+	for name, tc := range map[string]struct {
+		have []string
+		want []string
+	}{
+		"both":     {[]string{"bwrap", "socat"}, nil},
+		"no socat": {[]string{"bwrap"}, []string{"socat"}},
+		"neither":  {nil, []string{"bubblewrap", "socat"}},
+		"no bwrap": {[]string{"socat"}, []string{"bubblewrap"}},
+	} {
+		o := linuxRouting
+		o.LookPath = func(bin string) (string, error) {
+			if slices.Contains(tc.have, bin) {
+				return "/usr/bin/" + bin, nil
+			}
+			return "", os.ErrNotExist
+		}
+		got := CheckClaude(rendered, o)
+		assert.Check(t, is.Len(got, len(tc.want)), "%s: %v", name, got)
+		for i, pkg := range tc.want {
+			if i < len(got) {
+				assert.Check(t, is.Contains(got[i].Fix, "apt-get install "+pkg), name)
+				assert.Check(t, is.Contains(got[i].Problem, "refuses to start"), name)
+			}
+		}
+	}
+}

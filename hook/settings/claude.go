@@ -1,8 +1,6 @@
 package settings
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -43,6 +41,9 @@ type Options struct {
 	// must outlast a held call waiting for approval (the profile's
 	// hold.timeout_seconds). Zero means framework.DefaultHookTimeoutSeconds.
 	HookTimeoutSeconds int
+	// LookPath, when set, lets CheckClaude check the host it runs on for
+	// the programs Claude Code's Linux sandbox needs (exec.LookPath).
+	LookPath func(string) (string, error)
 }
 
 // normalize checks o and fills its defaults.
@@ -161,12 +162,5 @@ func RenderClaude(o Options) ([]byte, error) {
 			s.Sandbox.ExcludedCommands = []string{framework.RelayPattern(o.HookPath)}
 		}
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(s); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return encodeJSON(s)
 }

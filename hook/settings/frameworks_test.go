@@ -1,0 +1,82 @@
+package settings
+
+import (
+	"bytes"
+	"testing"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/mitrity/mitrity/hook/framework"
+)
+
+// TestRenderCodexAndGemini: what is rendered passes its own check, with and
+// without a pinned socket, and each drift is one finding naming its key.
+func TestRenderCodexAndGemini(t *testing.T) {
+	t.Parallel()
+	type drift struct {
+		name      string
+		old, new  string
+		wantPath  string
+		wantWords string
+	}
+	for _, tc := range []struct {
+		fw     string
+		render func(Options) ([]byte, error)
+		check  func([]byte, Options) []Finding
+		drifts []drift
+	}{
+		{"codex", RenderCodex, CheckCodex, []drift{
+			{"user hooks allowed", "allow_managed_hooks_only = true", "allow_managed_hooks_only = false", "allow_managed_hooks_only", "user and project hooks"},
+			{"short timeout", "timeout = 660", "timeout = 30", "hooks.PreToolUse[0].hooks[0].timeout", "30 seconds"},
+			{"no timeout", "timeout = 660", "", "hooks.PreToolUse[0].hooks[0].timeout", "unset"},
+			{"another matcher", "'^Bash$'", "'^apply_patch$'", "hooks.PreToolUse", "no command hook"},
+			{"another hook", "mitrity-hook codex", "mitrity-hook claude", "hooks.PreToolUse", "no command hook"},
+			{"not toml", "[hooks]", "[hooks", "", "not valid TOML"},
+		}},
+		{"gemini", RenderGemini, func(d []byte, o Options) []Finding { return CheckGemini(d, o, true) }, []drift{
+			{"hooks off", `"enabled": true`, `"enabled": false`, "hooksConfig.enabled", "runs no hook"},
+			{"switched off by name", `"enabled": true`, `"enabled": true, "disabled": ["mitrity"]`, "hooksConfig.disabled[0]", "skips the Mitrity hook"},
+			{"short timeout", `"timeout": 660000`, `"timeout": 60000`, "hooks.BeforeTool[0].hooks[0].timeout", "60000 ms"},
+			{"another tool", `"matcher": "run_shell_command"`, `"matcher": "read_file"`, "hooks.BeforeTool", "no command hook"},
+			{"not json", "{", "[", "", "not valid JSON"},
+		}},
+	} {
+		for _, o := range []Options{linuxPlain, linuxRouting} {
+			out, err := tc.render(o)
+			assert.NilError(t, err, tc.fw)
+			assert.Check(t, is.Len(tc.check(out, o), 0), "%s: the rendered file fails its own check:\n%s", tc.fw, out)
+			assert.Check(t, is.Contains(string(out), o.frameworkCommand(framework.Name(tc.fw))), tc.fw)
+			for _, d := range tc.drifts {
+				assert.Assert(t, bytes.Contains(out, []byte(d.old)), "%s %s: %q not in\n%s", tc.fw, d.name, d.old, out)
+				got := tc.check(bytes.Replace(out, []byte(d.old), []byte(d.new), 1), o)
+				assert.Assert(t, is.Len(got, 1), "%s %s: %v", tc.fw, d.name, got)
+				assert.Check(t, is.Equal(got[0].Path, d.wantPath), "%s %s", tc.fw, d.name)
+				assert.Check(t, is.Contains(got[0].Problem, d.wantWords), "%s %s", tc.fw, d.name)
+			}
+		}
+	}
+}
+
+// TestCheckGeminiMerged: a user's or project's settings need no hook of
+// their own, but must not switch the system's off.
+func TestCheckGeminiMerged(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		file string
+		want []string
+	}{
+		"empty":            {`{}`, nil},
+		"unrelated":        {`{"hooksConfig": {"disabled": ["lint"]}}`, nil},
+		"by name":          {`{"hooksConfig": {"disabled": ["mitrity"]}}`, []string{"hooksConfig.disabled[0]"}},
+		"by command":       {`{"hooksConfig": {"disabled": ["x", "` + hookPath + ` gemini"]}}`, []string{"hooksConfig.disabled[1]"}},
+		"hooks system off": {`{"hooksConfig": {"enabled": false}}`, []string{"hooksConfig.enabled"}},
+	} {
+		got := CheckGemini([]byte(tc.file), linuxPlain, false)
+		var paths []string
+		for _, f := range got {
+			paths = append(paths, f.Path)
+		}
+		assert.Check(t, is.DeepEqual(paths, tc.want), "%s: %v", name, got)
+	}
+}
