@@ -12,7 +12,8 @@ import (
 
 // BenchmarkUpstreamCall is one tools/call of a small result (the hostile
 // fixture's echo, a Go server over stdio) made directly to the server,
-// through `mitrity-gateway serve --stdio` and through mitrity-sidecar,
+// through a proxy that only forwards (e2e/nullproxy), through
+// `mitrity-gateway serve --stdio` and through mitrity-sidecar,
 // side by side in one run: the difference of the medians is the latency
 // the pipeline adds (decision, audit reservation and fsynced event,
 // redaction and injection scan of the result). The server runs in its
@@ -43,6 +44,19 @@ func BenchmarkUpstreamCall(b *testing.B) {
 	}
 	b.Run("direct", func(b *testing.B) {
 		cmd := exec.Command(hostile, "--state", b.TempDir())
+		client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+		cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer cs.Close()
+		loop(b, cs, "echo")
+	})
+	// The least a proxy on the same SDK does: serve the tools over stdio,
+	// forward each call as it is. What the gateway adds beyond it is the
+	// pipeline; what it adds to direct is the second hop itself.
+	b.Run("nullproxy", func(b *testing.B) {
+		cmd := exec.Command(fixtureBinary(b, "nullproxy", "mitrity-e2e-nullproxy"), hostile, "--state", b.TempDir())
 		client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
 		cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
 		if err != nil {

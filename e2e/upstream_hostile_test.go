@@ -95,47 +95,57 @@ profiles:
         action: allow
 `
 
-var (
-	hostileOnce sync.Once
-	hostilePath string
-	hostileErr  error
-)
+// fixtures are the e2e fixture programs built so far, by package.
+var fixtures sync.Map // package -> *fixture
 
-// hostileBinary builds the fixture once per test binary, into a 0755
-// directory under /var/tmp: the sandbox's /tmp is a fresh tmpfs, so a
-// binary under /tmp would not be visible to the sandboxed upstream, while
+type fixture struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// hostileBinary is the hostile upstream fixture (fixtureBinary).
+func hostileBinary(t testing.TB) string {
+	return fixtureBinary(t, "hostileupstream", "mitrity-hostile-upstream")
+}
+
+// fixtureBinary builds the fixture in e2e/<pkg> once per test binary, into
+// a 0755 directory under /var/tmp: the sandbox's /tmp is a fresh tmpfs, so
+// a binary under /tmp would not be visible to a sandboxed upstream, while
 // /var/tmp is part of its read-only view of the host. It is removed when
 // the test binary ends.
-func hostileBinary(t testing.TB) string {
+func fixtureBinary(t testing.TB, pkg, name string) string {
 	t.Helper()
-	hostileOnce.Do(func() {
+	v, _ := fixtures.LoadOrStore(pkg, &fixture{})
+	f := v.(*fixture)
+	f.once.Do(func() {
 		root, err := workspaceRoot()
 		if err != nil {
-			hostileErr = err
+			f.err = err
 			return
 		}
-		dir, err := os.MkdirTemp("/var/tmp", "mitrity-e2e-hostile-")
+		dir, err := os.MkdirTemp("/var/tmp", "mitrity-e2e-"+pkg+"-")
 		if err != nil {
-			hostileErr = err
+			f.err = err
 			return
 		}
 		onExit(func() { os.RemoveAll(dir) })
-		if hostileErr = os.Chmod(dir, 0o755); hostileErr != nil {
+		if f.err = os.Chmod(dir, 0o755); f.err != nil {
 			return
 		}
-		p := filepath.Join(dir, "mitrity-hostile-upstream")
-		cmd := exec.Command("go", "build", "-trimpath", "-o", p, "github.com/mitrity/mitrity/e2e/hostileupstream")
+		p := filepath.Join(dir, name)
+		cmd := exec.Command("go", "build", "-trimpath", "-o", p, "github.com/mitrity/mitrity/e2e/"+pkg)
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
-			hostileErr = fmt.Errorf("go build hostileupstream: %v\n%s", err, out)
+			f.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
 			return
 		}
-		hostilePath = p
+		f.path = p
 	})
-	if hostileErr != nil {
-		t.Fatal(hostileErr)
+	if f.err != nil {
+		t.Fatal(f.err)
 	}
-	return hostilePath
+	return f.path
 }
 
 // hostileOpts shape one gateway in front of the fixture.

@@ -353,12 +353,13 @@ func (b Bindings) Scan(text string) []Hit {
 	if b.m == nil || text == "" {
 		return nil
 	}
-	var sc scratch
 	var hits []Hit
-	b.m.advance([]byte(text), true, &sc, func(_ []byte, h *Hit) {
-		if h != nil {
-			hits = append(hits, *h)
-		}
+	b.m.oneShot(func(sc *scratch) {
+		b.m.advance([]byte(text), true, sc, func(_ []byte, h *Hit) {
+			if h != nil {
+				hits = append(hits, *h)
+			}
+		})
 	})
 	return hits
 }
@@ -369,17 +370,25 @@ func (b Bindings) Redact(text string) (string, []Hit) {
 	if b.m == nil || text == "" {
 		return text, nil
 	}
-	var sc scratch
 	var hits []Hit
 	var sb strings.Builder
-	sb.Grow(len(text)) // one allocation, not a doubling series, for a large text
-	b.m.advance([]byte(text), true, &sc, func(verbatim []byte, h *Hit) {
-		if h == nil {
-			sb.Write(verbatim)
-			return
-		}
-		hits = append(hits, *h)
-		sb.WriteString(marker(h.Detector))
+	b.m.oneShot(func(sc *scratch) {
+		b.m.advance([]byte(text), true, sc, func(verbatim []byte, h *Hit) {
+			if h == nil {
+				if sb.Len() == 0 && len(hits) == 0 {
+					return // nothing replaced yet: text is the answer so far
+				}
+				sb.Write(verbatim)
+				return
+			}
+			if len(hits) == 0 {
+				// The first hit: what came before it is verbatim.
+				sb.Grow(len(text))
+				sb.Write([]byte(text[:h.Start]))
+			}
+			hits = append(hits, *h)
+			sb.WriteString(marker(h.Detector))
+		})
 	})
 	if len(hits) == 0 {
 		return text, nil

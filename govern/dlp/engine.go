@@ -41,6 +41,23 @@ type matcher struct {
 	// prints nothing need not pay.
 	kw     func() *ahocorasick.Automaton
 	kwDets [][]int // keyword pattern -> indexes into ds
+	// scratches are reused by the one-shot passes (Scan, Redact): an
+	// upstream result is cleaned field by field, and a fresh scratch per
+	// string cost a 32 KiB allocation each.
+	scratches sync.Pool
+}
+
+// oneShot runs f with a pooled scratch.
+func (m *matcher) oneShot(f func(sc *scratch)) {
+	sc, _ := m.scratches.Get().(*scratch)
+	if sc == nil {
+		sc = new(scratch)
+	}
+	f(sc)
+	if cap(sc.low) <= 4*batchBytes { // a huge text's buffer is not kept
+		sc.found, sc.kwm, sc.lowSeg = sc.found[:0], nil, nil
+		m.scratches.Put(sc)
+	}
 }
 
 var (
