@@ -1,6 +1,7 @@
 package settings
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/pelletier/go-toml/v2"
@@ -63,6 +64,14 @@ func CheckCodex(data []byte, o Options) []Finding {
 	o, err := o.normalize()
 	if err != nil {
 		return []Finding{{Problem: "The check cannot run: " + err.Error() + ".", Fix: "pass valid options (os, hook path, socket)."}}
+	}
+	var hooksJSON struct {
+		Hooks map[string]any `json:"hooks"`
+	}
+	if json.Unmarshal(data, &hooksJSON) == nil && hooksJSON.Hooks != nil {
+		// ~/.codex/hooks.json or <repo>/.codex/hooks.json: unmanaged.
+		return []Finding{{Problem: "This is a user or project hooks.json, not the managed requirements: Codex CLI runs a hook from it only after someone trusts it in Codex's interactive UI (/hooks), and `codex exec` skips an untrusted one without a word, so shell calls run unjudged; a user can also edit or remove it.",
+			Fix: "install the hook in " + CodexRequirementsPath + " (mitrity-hook render-settings --framework codex > " + CodexRequirementsPath + ") and check that file."}}
 	}
 	var root map[string]any
 	if err := toml.Unmarshal(data, &root); err != nil {

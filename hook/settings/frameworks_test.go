@@ -80,3 +80,14 @@ func TestCheckGeminiMerged(t *testing.T) {
 		assert.Check(t, is.DeepEqual(paths, tc.want), "%s: %v", name, got)
 	}
 }
+
+// TestCheckCodexUserHooks: a user's hooks.json is reported as unmanaged
+// (skipped by codex exec until trusted), whatever it holds.
+func TestCheckCodexUserHooks(t *testing.T) {
+	t.Parallel()
+	user := `{"hooks": {"PreToolUse": [{"matcher": "^Bash$", "hooks": [{"type": "command", "command": "` + hookPath + ` codex", "timeout": 660}]}]}}`
+	got := CheckCodex([]byte(user), linuxPlain)
+	assert.Assert(t, is.Len(got, 1))
+	assert.Check(t, is.Contains(got[0].Problem, "skips an untrusted one"))
+	assert.Check(t, is.Contains(got[0].Fix, CodexRequirementsPath))
+}
