@@ -25,7 +25,8 @@ func renderSettingsCommand() *cli.Command {
 			"state-mutating `gh` subcommand, allow the read-only ones, and deny the credential files. Under --routing the\n" +
 			"relay is given its one way to the admission socket. On Linux that sandbox needs bubblewrap and socat.\n" +
 			"codex: requirements.toml with `mitrity-hook codex` as the managed PreToolUse hook and managed hooks only (a hook\n" +
-			"in ~/.codex/hooks.json is skipped by `codex exec` until trusted in Codex's UI).\n" +
+			"in ~/.codex/hooks.json is skipped by `codex exec` until trusted in Codex's UI); --part rules: the exec-policy\n" +
+			"rule that lets only the relay out of Codex's sandbox under --routing.\n" +
 			"gemini: system settings with the hooks system on and `mitrity-hook gemini` as the BeforeTool hook of\n" +
 			"run_shell_command; --check a user's or project's settings with --merged (they can switch it off by name).\n" +
 			"--check FILE reports every drift from those rules and exits 1 when there is any. See docs/frameworks.md.",
@@ -38,6 +39,7 @@ func renderSettingsCommand() *cli.Command {
 			&cli.IntFlag{Name: "hook-timeout", Usage: "seconds the framework waits for the hook; must outlast a held call (the profile's hold.timeout_seconds)"},
 			&cli.StringFlag{Name: "check", Usage: "audit this file instead of printing the configuration"},
 			&cli.BoolFlag{Name: "merged", Usage: "gemini --check: the file is a user's or project's settings, merged into the system file"},
+			&cli.StringFlag{Name: "part", Value: "requirements", Usage: "codex: requirements (" + settings.CodexRequirementsPath + ") or rules (" + settings.CodexRulesPath + ", the relay's way out of Codex's sandbox under --routing)"},
 		},
 		Action: runRenderSettings,
 	}
@@ -50,8 +52,9 @@ type renderer struct {
 }
 
 var renderers = map[string]renderer{
-	"claude": {settings.RenderClaude, func(d []byte, o settings.Options, _ bool) []settings.Finding { return settings.CheckClaude(d, o) }},
-	"codex":  {settings.RenderCodex, func(d []byte, o settings.Options, _ bool) []settings.Finding { return settings.CheckCodex(d, o) }},
+	"claude":      {settings.RenderClaude, func(d []byte, o settings.Options, _ bool) []settings.Finding { return settings.CheckClaude(d, o) }},
+	"codex":       {settings.RenderCodex, func(d []byte, o settings.Options, _ bool) []settings.Finding { return settings.CheckCodex(d, o) }},
+	"codex-rules": {settings.RenderCodexRules, func(d []byte, o settings.Options, _ bool) []settings.Finding { return settings.CheckCodexRules(d, o) }},
 	"gemini": {settings.RenderGemini, func(d []byte, o settings.Options, merged bool) []settings.Finding {
 		return settings.CheckGemini(d, o, !merged)
 	}},
@@ -59,6 +62,12 @@ var renderers = map[string]renderer{
 
 func runRenderSettings(c *cli.Context) error {
 	fw := c.String("framework")
+	switch part := c.String("part"); {
+	case part == "rules" && fw == "codex":
+		fw = "codex-rules"
+	case part != "requirements":
+		return cli.Exit(fmt.Sprintf("render-settings: --part %q: want requirements, or rules for --framework codex", part), 2)
+	}
 	r, ok := renderers[fw]
 	if !ok {
 		return cli.Exit(fmt.Sprintf("render-settings: --framework %q: want claude, codex or gemini (OpenCode: render-opencode-plugin); see docs/frameworks.md", fw), 2)

@@ -129,15 +129,41 @@ async function guard(tool, sessionID, callID, directory, args) {
   }
 }
 
-// OpenCode 1: "tool.execute.before"(input {tool, sessionID, callID}, output {args}).
+// The model's own commands of the calls rewritten to the relay, by callID,
+// until the call ends: OpenCode keeps the relay line as the call's input,
+// so "tool.execute.after" puts the model's command back in the title.
+const rewritten = new Map();
+const MAX_REWRITTEN = 4096;
+
+// OpenCode 1: "tool.execute.before"(input {tool, sessionID, callID}, output {args});
+// "tool.execute.after"(input, output {title, output, metadata}).
 export const MitrityPlugin = async (ctx) => {
   const directory = (ctx && (ctx.directory || ctx.worktree)) || process.cwd();
   return {
     "tool.execute.before": async (input, output) => {
       const tool = input && input.tool;
       if (!SHELL_TOOLS.has(tool)) return;
+      const original = output && output.args ? output.args.command : undefined;
       const command = await guard(tool, input.sessionID, input.callID, directory, output ? output.args : undefined);
-      if (command !== undefined) output.args.command = command;
+      if (command !== undefined) {
+        output.args.command = command;
+        if (typeof original === "string" && input.callID !== undefined && rewritten.size < MAX_REWRITTEN) {
+          rewritten.set(input.callID, original);
+        }
+      }
+    },
+    "tool.execute.after": async (input, output) => {
+      const tool = input && input.tool;
+      if (!SHELL_TOOLS.has(tool) || !output) return;
+      const original = rewritten.get(input.callID);
+      rewritten.delete(input.callID);
+      if (original !== undefined) output.title = original;
+      // OpenCode shows its model the output of a bash call but not its exit
+      // code; every other framework does.
+      const exit = output.metadata && output.metadata.exit;
+      if (Number.isInteger(exit) && typeof output.output === "string") {
+        output.output += `${output.output === "" || output.output.endsWith("\n") ? "" : "\n"}[exit code ${exit}]`;
+      }
     },
   };
 };

@@ -3,6 +3,8 @@ package settings
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
+	"strings"
 
 	"github.com/pelletier/go-toml/v2"
 
@@ -98,4 +100,97 @@ func describeSeconds(v any) string {
 		return fmt.Sprintf("%d seconds", t)
 	}
 	return "unset (Codex's default)"
+}
+
+// CodexRulesPath is the exec-policy file of Codex's system layer that lets
+// the relay out of Codex's sandbox under routing.
+const CodexRulesPath = "/etc/codex/rules/mitrity.rules"
+
+// codexRelayPrefix is the argv prefix of every relay line the hook writes
+// for Codex: the hook, exec, and the pinned socket when there is one.
+func (o Options) codexRelayPrefix() []string {
+	p := []string{o.HookPath, "exec"}
+	if o.Socket != "" {
+		p = append(p, "--socket", o.Socket)
+	}
+	return p
+}
+
+// RenderCodexRules renders CodexRulesPath: one prefix_rule that runs the
+// relay, and nothing else, outside Codex's sandbox. Codex's Linux sandbox
+// refuses every Unix socket connect, so without it every routed call exits
+// 126. Codex lifts its sandbox only when the whole command is that prefix
+// (a compound command stays sandboxed), and the hook denies any model
+// command that names mitrity-hook (docs/frameworks.md).
+func RenderCodexRules(o Options) ([]byte, error) {
+	o, err := o.normalize()
+	if err != nil {
+		return nil, err
+	}
+	var b strings.Builder
+	b.WriteString("# Codex CLI exec policy (" + CodexRulesPath + "), rendered by mitrity-hook render-settings --framework codex --part rules.\n")
+	b.WriteString("# Only the relay runs outside Codex's sandbox: the gateway runs the judged command in its own.\n")
+	b.WriteString("prefix_rule(\n    pattern = [")
+	for i, a := range o.codexRelayPrefix() {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%q", a)
+	}
+	b.WriteString("],\n    decision = \"allow\",\n    justification = \"the Mitrity relay: the gateway runs the judged command in its own sandbox\",\n)\n")
+	return []byte(b.String()), nil
+}
+
+var (
+	codexRule     = regexp.MustCompile(`(?s)prefix_rule\s*\((.*?)\)\s*(?:\n|$)`)
+	codexPattern  = regexp.MustCompile(`(?s)pattern\s*=\s*\[(.*?)\]`)
+	codexDecision = regexp.MustCompile(`decision\s*=\s*"([a-z_]+)"`)
+	codexString   = regexp.MustCompile(`"((?:[^"\\]|\\.)*)"`)
+)
+
+// CheckCodexRules audits an exec-policy file: under routing the relay's
+// rule must be there, and no other rule may allow a command (an allowed
+// command runs outside Codex's sandbox, unjudged by it). A rule it cannot
+// read is a finding too.
+func CheckCodexRules(data []byte, o Options) []Finding {
+	o, err := o.normalize()
+	if err != nil {
+		return []Finding{{Problem: "The check cannot run: " + err.Error() + ".", Fix: "pass valid options (os, hook path, socket)."}}
+	}
+	var out []Finding
+	want := strings.Join(o.codexRelayPrefix(), "\x00")
+	found := false
+	for i, m := range codexRule.FindAllSubmatch(data, -1) {
+		body := m[1]
+		pm, dm := codexPattern.FindSubmatch(body), codexDecision.FindSubmatch(body)
+		if pm == nil || dm == nil {
+			out = append(out, Finding{Path: fmt.Sprintf("prefix_rule[%d]", i), Problem: "cannot be read as a pattern and a decision, so what it lets out of Codex's sandbox is unknown.", Fix: "render the file with mitrity-hook render-settings --framework codex --part rules."})
+			continue
+		}
+		var argv []string
+		for _, s := range codexString.FindAllSubmatch(pm[1], -1) {
+			argv = append(argv, string(s[1]))
+		}
+		if string(dm[1]) != "allow" {
+			continue
+		}
+		if strings.Join(argv, "\x00") == want {
+			found = true
+			continue
+		}
+		out = append(out, Finding{Path: fmt.Sprintf("prefix_rule[%d]", i), Problem: fmt.Sprintf("allows %q: Codex runs every command starting so outside its sandbox.", strings.Join(argv, " ")), Fix: "remove it; only the relay's rule belongs in this file."})
+	}
+	allows := 0
+	for _, m := range codexRule.FindAllSubmatch(data, -1) {
+		if dm := codexDecision.FindSubmatch(m[1]); dm != nil && string(dm[1]) == "allow" {
+			allows++
+		}
+	}
+	if n := len(regexp.MustCompile(`"allow"`).FindAll(data, -1)); n > allows {
+		out = append(out, Finding{Problem: fmt.Sprintf("names \"allow\" %d time(s) outside a prefix_rule this check can read: what it lets out of Codex's sandbox is unknown.", n-allows), Fix: "keep only the relay's rule in this file."})
+	}
+	if o.Routing && !found {
+		out = append(out, Finding{Path: "prefix_rule", Problem: fmt.Sprintf("no rule allows the relay %q: Codex's sandbox refuses its connection to the admission socket, and every routed call exits 126.", strings.Join(o.codexRelayPrefix(), " ")), Fix: "render the file with mitrity-hook render-settings --framework codex --routing --part rules."})
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package settings
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"gotest.tools/v3/assert"
@@ -90,4 +91,36 @@ func TestCheckCodexUserHooks(t *testing.T) {
 	assert.Assert(t, is.Len(got, 1))
 	assert.Check(t, is.Contains(got[0].Problem, "skips an untrusted one"))
 	assert.Check(t, is.Contains(got[0].Fix, CodexRequirementsPath))
+}
+
+// TestCodexRules: the rendered rule passes its check; a rule that lets
+// anything else out of Codex's sandbox, a missing relay rule under
+// routing and a rule the check cannot read are each a finding.
+func TestCodexRules(t *testing.T) {
+	t.Parallel()
+	out, err := RenderCodexRules(linuxRouting)
+	assert.NilError(t, err)
+	assert.Check(t, is.Contains(string(out), `pattern = ["`+hookPath+`", "exec", "--socket", "/run/mitrity/admission.sock"]`))
+	assert.Check(t, is.Len(CheckCodexRules(out, linuxRouting), 0), "%s", out)
+	plain, err := RenderCodexRules(linuxPlain)
+	assert.NilError(t, err)
+	assert.Check(t, is.Contains(string(plain), `pattern = ["`+hookPath+`", "exec"]`))
+	wider := `prefix_rule(pattern = ["bash"], decision = "allow")` + "\n"
+	for name, tc := range map[string]struct {
+		file string
+		want string
+	}{
+		"another allow":     {string(out) + wider, "allows \"bash\""},
+		"no relay rule":     {wider, "allows \"bash\""},
+		"only a prompt":     {`prefix_rule(pattern = ["git", "push"], decision = "prompt")` + "\n", "no rule allows the relay"},
+		"unreadable":        {string(out) + "prefix_rule(decision = \"allow\")\n", "cannot be read"},
+		"allow outside one": {string(out) + "host_rule(\"allow\")\n", "outside a prefix_rule"},
+	} {
+		got := CheckCodexRules([]byte(tc.file), linuxRouting)
+		var all []string
+		for _, f := range got {
+			all = append(all, f.Problem)
+		}
+		assert.Check(t, len(got) > 0 && is.Contains(strings.Join(all, "\n"), tc.want)().Success(), "%s: %v", name, got)
+	}
 }
