@@ -24,8 +24,12 @@ STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(TOOLS_BIN)/staticcheck
 # Touched after each install, so a version bump here reinstalls.
 STATICCHECK_STAMP := $(CURDIR)/.tools/staticcheck-$(STATICCHECK_VERSION).stamp
+# nfpm writes the .debs of make packages (packaging/build-debs).
+NFPM_VERSION := v2.45.2
+NFPM := $(TOOLS_BIN)/nfpm
+NFPM_STAMP := $(CURDIR)/.tools/nfpm-$(NFPM_VERSION).stamp
 
-.PHONY: all build test fuzz bench lint clean FORCE
+.PHONY: all build test fuzz bench lint cross packages clean FORCE
 all: build
 
 build: $(addprefix bin/mitrity-,$(BINS)) bin/mitrity-sandboxinit
@@ -46,6 +50,40 @@ bin/mitrity-sandboxinit: FORCE
 # The hook runs before every shell call an agent makes: static too.
 bin/mitrity-hook: FORCE
 	CGO_ENABLED=0 go build $(GOFLAGS_BUILD) -o $@ $(MODULE)/hook
+# The three above, for make packages, which builds them the same way.
+STATIC_BINS := sandboxrun sandboxinit hook
+
+# One .deb per binary, for each of PKG_ARCHES, into dist/ (docs/install.md);
+# the version is packaging/debversion's unless DEB_VERSION is set.
+PKG_ARCHES ?= amd64 arm64
+DIST ?= $(CURDIR)/dist
+packages: $(NFPM_STAMP)
+	NFPM=$(NFPM) MITRITY_VERSION=$(MITRITY_VERSION) STATIC_BINS="$(STATIC_BINS)" DIST=$(DIST) ARCHES="$(PKG_ARCHES)" \
+		packaging/build-debs
+
+$(NFPM_STAMP):
+	GOBIN=$(TOOLS_BIN) go install github.com/goreleaser/nfpm/v2/cmd/nfpm@$(NFPM_VERSION)
+	touch $@
+
+# macOS hosts run an agent framework with mitrity-hook in front of its shell
+# tool, and the gateway it talks to (docs/frameworks.md, --os darwin): both
+# are built for darwin/arm64 and darwin/amd64 into bin/darwin-<arch>/.
+# mitrity-sandboxrun and mitrity-sandboxinit build the bubblewrap sandbox,
+# Linux only: not built for darwin (on macOS no kernel sandbox is
+# implemented yet, so a governed command there is denied
+# sandbox_unavailable, or runs in mode none where a profile allows it);
+# sidecar and egressproxy are not shipped for it either. Every package and
+# test of every module still compiles for darwin (go vet), so Linux-only
+# code outside a _linux.go file fails here rather than on a Mac.
+CROSS_BINS := gateway hook
+CROSS_ARCHS := arm64 amd64
+cross:
+	for arch in $(CROSS_ARCHS); do \
+		for b in $(CROSS_BINS); do \
+			GOOS=darwin GOARCH=$$arch CGO_ENABLED=0 go build $(GOFLAGS_BUILD) -o bin/darwin-$$arch/mitrity-$$b $(MODULE)/$$b; \
+		done; \
+	done
+	for m in $(MODULES); do (cd $$m && GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 go vet ./...); done
 
 # Unit tests (with -race) and e2e (against bin/) both run; either failing
 # fails the target, after both have printed their results.
@@ -56,7 +94,8 @@ test:
 	GOVERN_REQUIRE_SANDBOX=1 go test -race -count=1 -timeout $(TEST_TIMEOUT) $(call pkgs,$(RACE_MODULES)) || rc=1; \
 	$(MAKE) --no-print-directory fuzz || rc=1; \
 	insp=$(CURDIR)/e2e/.tools/node_modules/.bin/mcp-inspector; [ -x "$$insp" ] || insp=; \
-	GOVERN_REQUIRE_SANDBOX=1 MITRITY_BIN=$(CURDIR)/bin MITRITY_MCP_INSPECTOR=$$insp go test -count=1 -timeout $(TEST_TIMEOUT) $(call pkgs,e2e) || rc=1; \
+	rm -rf $(CURDIR)/dist/test; $(MAKE) --no-print-directory packages DIST=$(CURDIR)/dist/test || rc=1; \
+	GOVERN_REQUIRE_SANDBOX=1 MITRITY_BIN=$(CURDIR)/bin MITRITY_DIST=$(CURDIR)/dist/test MITRITY_MCP_INSPECTOR=$$insp go test -count=1 -timeout $(TEST_TIMEOUT) $(call pkgs,e2e) || rc=1; \
 	exit $$rc
 
 # Fuzz targets of the protocol surfaces (serve --stdio's framing, the MCP
@@ -92,6 +131,6 @@ $(STATICCHECK_STAMP):
 	touch $@
 
 clean:
-	rm -rf bin .tools bench.txt
+	rm -rf bin .tools dist bench.txt
 
 FORCE:

@@ -109,7 +109,7 @@ func listenAdmission(cfg *config.Config, svc *service.Service, logger zerolog.Lo
 	// commands share the gateway's uid.
 	opts.Accept = sandbox.NotInSandbox
 	b := admissionBackend{svc: svc, inflight: &sync.WaitGroup{}}
-	srv, err := unixsock.Listen(cfg.Admission.Socket, admission.Handler(b, unixsock.PeerUID, version), opts)
+	srv, err := listenOrInherit(cfg.Admission.Socket, admission.Handler(b, unixsock.PeerUID, version), opts, logger)
 	if err != nil {
 		return nil, fmt.Errorf("admission %w", err)
 	}

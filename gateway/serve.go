@@ -8,6 +8,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
 
+	"github.com/mitrity/mitrity/govern/cliapp"
 	"github.com/mitrity/mitrity/govern/config"
 	"github.com/mitrity/mitrity/govern/servecmd"
 	"github.com/mitrity/mitrity/govern/service"
@@ -39,10 +40,15 @@ func runServe(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return cli.Exit(fmt.Sprintf("serve: unexpected arguments %q", c.Args().Slice()), 2)
 	}
+	// systemd's descriptors first: nothing started may inherit them.
+	if err := takePassed(cliapp.Logger(c)); err != nil {
+		return cli.Exit(fmt.Sprintf("serve: %v", err), 1)
+	}
 	return servecmd.Serve(c, servecmd.Options{Name: "serve", Listen: "http", Version: version,
 		Before: func(ctx context.Context, cfg *config.Config, svc *service.Service, logger zerolog.Logger, grace time.Duration) (func(), bool, error) {
 			return serveAdmission(c, cfg, svc, logger, grace)
-		}})
+		},
+		Ready: func(what string) { notifyReady(what, cliapp.Logger(c)) }})
 }
 
 // serveAdmission serves the admission socket for mitrity-hook, when the config
@@ -50,6 +56,9 @@ func runServe(c *cli.Context) error {
 func serveAdmission(c *cli.Context, cfg *config.Config, svc *service.Service, logger zerolog.Logger, grace time.Duration) (stop func(), done bool, err error) {
 	if c.Bool("admission-only") && !cfg.Admission.Enabled {
 		return nil, false, cli.Exit("serve: --admission-only, but admission.enabled is false", 2)
+	}
+	if !cfg.Admission.Enabled {
+		dropPassed(logger)
 	}
 	if cfg.Admission.Enabled {
 		adm, err := listenAdmission(cfg, svc, logger)

@@ -94,7 +94,7 @@ func TestLayering(t *testing.T) {
 	})
 	// What judges never reaches what runs, serves or records.
 	middle := []string{"/service", "/executor", "/sandbox", "/mcpserver", "/notify", "/metrics", "/ticket"}
-	for _, leaf := range []string{"/shell", "/policy", "/rules", "/plan", "/config", "/dlp", "/secretscan", "/inject", "/intel", "/egress", "/audit", "/pipeline"} {
+	for _, leaf := range []string{"/shell", "/policy", "/rules", "/plan", "/config", "/dlp", "/secretscan", "/inject", "/intel", "/egress", "/audit", "/pipeline", "/schema"} {
 		t.Run("govern"+leaf+" reaches nothing that runs or serves", func(t *testing.T) {
 			for _, d := range closure(g, module+leaf) {
 				for _, m := range middle {

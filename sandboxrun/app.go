@@ -16,9 +16,10 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Version:  version,
 		Commands: []*cli.Command{runCommand(), probeCommand(), initCommand(), probeSeccompCommand()},
 	}, stdout, stderr)
-	// --probe [--json] is the same as the probe subcommand.
+	// --probe [--json] [--require L] is the same as the probe subcommand:
+	// the form a CI image's check is written in.
 	app.Flags = append(app.Flags, probeFlags()...)
-	app.Flags = append(app.Flags, &cli.BoolFlag{Name: "probe", Usage: "report what this host can enforce; exit 0 only at full strength"})
+	app.Flags = append(app.Flags, &cli.BoolFlag{Name: "probe", Usage: probeUsage})
 	app.Action = func(c *cli.Context) error {
 		if c.Bool("probe") {
 			return probeAction(c)

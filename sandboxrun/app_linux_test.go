@@ -20,14 +20,14 @@ func TestProbeCommand(t *testing.T) {
 	for _, args := range [][]string{{"probe", "--json"}, {"--probe", "--json"}} {
 		stdout, _, err := run(t, args...)
 		assert.NilError(t, err, "%v", args)
-		var r sandbox.ProbeReport
+		var r probeReport
 		assert.NilError(t, json.Unmarshal([]byte(stdout), &r))
-		assert.Check(t, r.FullStrength, "%v: %s", args, stdout)
+		assert.Check(t, is.Equal(r.Level, levelFull), "%v: %s", args, stdout)
 		assert.Check(t, is.Len(r.Checks, 4))
 	}
 	stdout, _, err := run(t, "probe")
 	assert.NilError(t, err)
-	assert.Check(t, is.Contains(stdout, "full strength: sandbox_mode bubblewrap"))
+	assert.Check(t, is.Contains(stdout, "level full: sandbox_mode bubblewrap"))
 }
 
 func TestRunCommandFlags(t *testing.T) {

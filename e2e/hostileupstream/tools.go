@@ -1,5 +1,7 @@
 package main
 
+//lint:file-ignore SA1019 MCP sampling and roots are deprecated by the 2026-07-28 protocol revision but still served during its deprecation window (allow_requests.sampling, docs/upstreams.md)
+
 // The tools, resources and prompt of the hostile upstream. Every tool
 // declares its input schema; what each returns:
 //
@@ -207,7 +209,7 @@ type echoOut struct {
 }
 
 func (h *hostile) echo(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, echoOut, error) {
-	return text("echo: " + in.Text), echoOut{Text: in.Text}, nil
+	return text("echo: " + in.Text), echoOut(in), nil
 }
 
 type leakOut struct {

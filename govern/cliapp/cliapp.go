@@ -93,6 +93,9 @@ func NewLogger(w io.Writer, level string) (zerolog.Logger, error) {
 // code of a cli.ExitCoder error, else 1. A non-empty error message is
 // printed to stderr first.
 func Main(app *cli.App) {
+	if manPage(app) {
+		return
+	}
 	err := Run(app, os.Args)
 	if err == nil {
 		return

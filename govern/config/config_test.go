@@ -251,7 +251,7 @@ func TestDefaultYAML(t *testing.T) {
 	assert.Equal(t, string(DefaultYAML()), string(onDisk))
 	// Copied as is to a file, it is strict YAML and needs only a cwd.
 	_, err = fakeHost(stagedFiles).Parse("mitrity-gateway.yaml", DefaultYAML())
-	assert.Error(t, err, "mitrity-gateway.yaml:7:1: exec.default_cwd: required when exec.enabled is true: the working directory of a call that names none")
+	assert.Error(t, err, "mitrity-gateway.yaml:8:1: exec.default_cwd: required when exec.enabled is true: the working directory of a call that names none")
 }
 
 func TestValidateInCode(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 // unfiltered is b with every prefilter switched off: the reference the
 // prefilters must not change.
 func unfiltered(b Bindings) Bindings {
-	m := *b.m
+	m := matcher{kw: b.m.kw, kwDets: b.m.kwDets} // not the scratch pool, which must not be copied
 	m.ds = make([]*Detector, len(b.m.ds))
 	for i, d := range b.m.ds {
 		c := *d

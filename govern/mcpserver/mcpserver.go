@@ -119,9 +119,7 @@ func New(o Options) *Server {
 			// disabled answers tools/list with an empty list.
 			// With upstreams, what is served changes: clients are told
 			// (list_changed), and resources and prompts are offered too.
-			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: o.Upstreams != nil}},
-			HasResources: o.Upstreams != nil,
-			HasPrompts:   o.Upstreams != nil,
+			Capabilities: capabilities(o.Upstreams != nil),
 			Instructions: "shell__execute runs one shell command on this host through the MITRITY gateway: " +
 				"the policy decides, the command runs in a sandbox, output comes back redacted.",
 		})
@@ -422,4 +420,15 @@ func toolError(reason govern.Reason, msg string) *mcp.CallToolResult {
 		IsError:           true,
 		StructuredContent: service.Structured{Reason: string(reason), Message: msg},
 	}
+}
+
+// capabilities are what the server advertises: tools always; with
+// upstreams, resources and prompts too, each list_changed.
+func capabilities(upstreams bool) *mcp.ServerCapabilities {
+	c := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: upstreams}}
+	if upstreams {
+		c.Resources = &mcp.ResourceCapabilities{ListChanged: true}
+		c.Prompts = &mcp.PromptCapabilities{ListChanged: true}
+	}
+	return c
 }

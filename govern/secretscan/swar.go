@@ -18,9 +18,6 @@ const (
 	ge7f = ones * (0x80 - 0x7f)
 )
 
-// atLeast: bytes of x (all below 0x80) that are >= c.
-func atLeast(x uint64, c byte) uint64 { return (x + ones*uint64(0x80-c)) & high }
-
 // equal: bytes of w that are c.
 func equal(w uint64, c byte) uint64 {
 	z := w ^ ones*uint64(c)

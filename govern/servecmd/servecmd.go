@@ -113,6 +113,15 @@ type Options struct {
 	// gateway's admission socket). It returns what to do at the stop, and
 	// done=true when nothing else is to be served (--admission-only).
 	Before func(ctx context.Context, cfg *config.Config, svc *service.Service, logger zerolog.Logger, grace time.Duration) (stop func(), done bool, err error)
+	// Ready, when set, runs once, when every listener serves (systemd's
+	// READY=1); a start that fails never runs it.
+	Ready func(what string)
+}
+
+func (o Options) ready(what string) {
+	if o.Ready != nil {
+		o.Ready(what)
+	}
 }
 
 // prefix starts each of the command line's messages ("" for a binary
@@ -202,6 +211,7 @@ func Serve(c *cli.Context, o Options) error {
 			defer after()
 		}
 		if done {
+			o.ready("serving the admission socket")
 			<-ctx.Done()
 			logger.Info().Msg("stopping: calls in flight may finish within the grace period")
 			return nil
@@ -220,6 +230,7 @@ func Serve(c *cli.Context, o Options) error {
 		srv := mcpserver.New(opts)
 		startUpstreams(cfg, svc, srv, o.Version)
 		logger.Info().Str("agent", c.String("agent")).Msg("serving MCP on stdio")
+		o.ready("serving MCP on stdio")
 		if err := srv.ServeStdio(ctx, mcpserver.StdioTransport(logger), grace); err != nil && ctx.Err() == nil {
 			return cli.Exit(o.prefix()+err.Error(), 1)
 		}
@@ -247,6 +258,7 @@ func Serve(c *cli.Context, o Options) error {
 	logger.Info().Str("addr", l.Addr().String()).Int("tokens", tokens.Len()).Int("max_connections", limits.MaxConns).
 		Int("max_connections_per_peer", limits.MaxConnsPerPeer).Int("max_sessions", limits.MaxSessions).
 		Dur("session_idle_timeout", limits.SessionIdleTimeout).Msg("serving MCP on Streamable HTTP")
+	o.ready("serving MCP on " + l.Addr().String())
 	if err := srv.ServeHTTP(ctx, l, tokens, grace); err != nil {
 		return cli.Exit(o.prefix()+err.Error(), 1)
 	}

@@ -1,5 +1,7 @@
 package service
 
+//lint:file-ignore SA1019 MCP sampling and roots are deprecated by the 2026-07-28 protocol revision but still served during its deprecation window (allow_requests.sampling, docs/upstreams.md)
+
 import (
 	"context"
 	"fmt"

@@ -14,8 +14,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
-
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -47,6 +45,9 @@ type Server struct {
 	ln   net.Listener
 	srv  *http.Server
 	path string
+	// keep: the socket file belongs to whoever passed the listener
+	// (systemd's socket unit), so stopping leaves it in place.
+	keep bool
 }
 
 // ErrInUse is returned by Listen when another live process serves path.
@@ -59,86 +60,20 @@ var ErrInUse = errors.New("served by another process")
 // With Owner, directory and socket are handed to that user last. A stale
 // socket file is removed; a live one is ErrInUse.
 //
-// Everything happens through one descriptor of the verified directory
-// (the socket is bound at /proc/self/fd/N/name), and while the socket is
-// made the directory belongs to this process alone: an owner who swaps
-// the directory or the socket for a symlink in between gains nothing, and
-// no process-wide umask is touched.
+// On Linux everything happens through one descriptor of the verified
+// directory (the socket is bound at /proc/self/fd/N/name), and while the
+// socket is made the directory belongs to this process alone: an owner who
+// swaps the directory or the socket for a symlink in between gains
+// nothing, and no process-wide umask is touched. macOS has no
+// /proc/self/fd: there the socket is bound by its path in a directory of
+// this process's own (listenByPath), and Owner is refused. Elsewhere
+// Listen refuses (ErrUnsupported).
 func Listen(path string, h http.Handler, o Options) (*Server, error) {
-	dir, base := filepath.Dir(path), filepath.Base(path)
-	ownerUID := os.Geteuid()
-	if o.Owner != nil {
-		ownerUID = o.Owner.UID
-	}
-	dfd, err := openDir(dir, ownerUID)
+	ln, err := listen(path, o)
 	if err != nil {
 		return nil, err
 	}
-	defer unix.Close(dfd)
-	if o.Owner != nil {
-		// Take the directory back while the socket is made.
-		if err := unix.Fchown(dfd, os.Geteuid(), os.Getegid()); err != nil {
-			return nil, fmt.Errorf("socket directory %s: %w", dir, err)
-		}
-	}
-	in := fmt.Sprintf("/proc/self/fd/%d/%s", dfd, base)
-	if c, err := net.DialTimeout("unix", in, time.Second); err == nil {
-		c.Close()
-		return nil, fmt.Errorf("socket %s: %w", path, ErrInUse)
-	}
-	if err := unix.Unlinkat(dfd, base, 0); err != nil && !errors.Is(err, unix.ENOENT) {
-		return nil, fmt.Errorf("socket %s: %w", path, err)
-	}
-	ln, err := net.Listen("unix", in)
-	if err != nil {
-		return nil, fmt.Errorf("socket: %w", err)
-	}
-	ln.(*net.UnixListener).SetUnlinkOnClose(false) // its name is the fd path
-	fail := func(err error) (*Server, error) {
-		ln.Close()
-		unix.Unlinkat(dfd, base, 0)
-		return nil, fmt.Errorf("socket %s: %w", path, err)
-	}
-	// Only this process can change the directory's entries now, so these
-	// reach the socket just bound.
-	if err := unix.Fchmodat(dfd, base, 0o600, 0); err != nil {
-		return fail(err)
-	}
-	if o.Owner != nil {
-		if err := unix.Fchownat(dfd, base, o.Owner.UID, o.Owner.GID, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			return fail(err)
-		}
-		if err := unix.Fchown(dfd, o.Owner.UID, o.Owner.GID); err != nil {
-			return fail(err)
-		}
-	}
-	allowed := append([]int{os.Geteuid(), 0}, o.UIDs...)
-	if o.Owner != nil {
-		allowed = append(allowed, o.Owner.UID)
-	}
-	s := &Server{ln: ln, path: path}
-	s.srv = &http.Server{
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			p, _ := r.Context().Value(peerKey{}).(peer.Peer)
-			if !slices.Contains(allowed, p.UID) || p.UID < 0 {
-				http.Error(w, "forbidden: this socket serves other users", http.StatusForbidden)
-				return
-			}
-			if o.Accept != nil {
-				if err := o.Accept(p); err != nil {
-					http.Error(w, err.Error(), http.StatusForbidden)
-					return
-				}
-			}
-			h.ServeHTTP(w, r)
-		}),
-		ReadHeaderTimeout: 5 * time.Second,
-		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			return context.WithValue(ctx, peerKey{}, peerOf(c))
-		},
-	}
-	go s.srv.Serve(ln)
-	return s, nil
+	return serve(ln, path, h, o, false), nil
 }
 
 // openDir opens the socket's directory, creating it 0700 when missing,
@@ -189,7 +124,7 @@ func (s *Server) Path() string { return s.path }
 // Close stops serving, drops open connections and removes the socket.
 func (s *Server) Close() error {
 	err := s.srv.Close()
-	os.Remove(s.path)
+	s.remove()
 	return err
 }
 
@@ -197,8 +132,14 @@ func (s *Server) Close() error {
 // and removes the socket.
 func (s *Server) Shutdown(ctx context.Context) error {
 	err := s.srv.Shutdown(ctx)
-	os.Remove(s.path)
+	s.remove()
 	return err
+}
+
+func (s *Server) remove() {
+	if !s.keep {
+		os.Remove(s.path)
+	}
 }
 
 type peerKey struct{}
@@ -208,28 +149,6 @@ type peerKey struct{}
 func PeerUID(ctx context.Context) (uid int, ok bool) {
 	p, ok := ctx.Value(peerKey{}).(peer.Peer)
 	return p.UID, ok && p.UID >= 0
-}
-
-// peerOf reads the connecting process (uid -1 when unknown).
-func peerOf(c net.Conn) peer.Peer {
-	uc, ok := c.(*net.UnixConn)
-	if !ok {
-		return peer.Peer{UID: -1}
-	}
-	raw, err := uc.SyscallConn()
-	if err != nil {
-		return peer.Peer{UID: -1}
-	}
-	p := peer.Peer{UID: -1}
-	raw.Control(func(fd uintptr) {
-		var err error
-		if p, err = peer.Of(int(fd)); err != nil && p.UID >= 0 {
-			// The uid is known but not the namespaces: an Accept that
-			// needs them refuses (zero namespaces match nothing).
-			p.PidNS, p.UserNS = 0, 0
-		}
-	})
-	return p
 }
 
 // Client is an HTTP client whose every request goes to the socket at

@@ -1,0 +1,67 @@
+//go:build linux
+
+package unixsock
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// listen binds the socket through the verified directory's descriptor
+// (see Listen).
+func listen(path string, o Options) (net.Listener, error) {
+	dir, base := filepath.Dir(path), filepath.Base(path)
+	ownerUID := os.Geteuid()
+	if o.Owner != nil {
+		ownerUID = o.Owner.UID
+	}
+	dfd, err := openDir(dir, ownerUID)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(dfd)
+	if o.Owner != nil {
+		// Take the directory back while the socket is made.
+		if err := unix.Fchown(dfd, os.Geteuid(), os.Getegid()); err != nil {
+			return nil, fmt.Errorf("socket directory %s: %w", dir, err)
+		}
+	}
+	in := fmt.Sprintf("/proc/self/fd/%d/%s", dfd, base)
+	if c, err := net.DialTimeout("unix", in, time.Second); err == nil {
+		c.Close()
+		return nil, fmt.Errorf("socket %s: %w", path, ErrInUse)
+	}
+	if err := unix.Unlinkat(dfd, base, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+		return nil, fmt.Errorf("socket %s: %w", path, err)
+	}
+	ln, err := net.Listen("unix", in)
+	if err != nil {
+		return nil, fmt.Errorf("socket: %w", err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false) // its name is the fd path
+	fail := func(err error) (net.Listener, error) {
+		ln.Close()
+		unix.Unlinkat(dfd, base, 0)
+		return nil, fmt.Errorf("socket %s: %w", path, err)
+	}
+	// Only this process can change the directory's entries now, so these
+	// reach the socket just bound.
+	if err := unix.Fchmodat(dfd, base, 0o600, 0); err != nil {
+		return fail(err)
+	}
+	if o.Owner != nil {
+		if err := unix.Fchownat(dfd, base, o.Owner.UID, o.Owner.GID, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return fail(err)
+		}
+		if err := unix.Fchown(dfd, o.Owner.UID, o.Owner.GID); err != nil {
+			return fail(err)
+		}
+	}
+	return ln, nil
+}
