@@ -107,6 +107,16 @@ func buildAll(dir string) error {
 }
 
 // workspaceRoot walks up from the working directory to the one holding go.work.
+// repoRoot is the checkout holding packaging/.
+func repoRoot(t testing.TB) string {
+	t.Helper()
+	root, err := workspaceRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
 func workspaceRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {

@@ -14,6 +14,6 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Name:     "mitrity-gateway",
 		Usage:    "judge shell commands for AI agents, then run them in a kernel sandbox",
 		Version:  version,
-		Commands: []*cli.Command{analyzeCommand(), execCommand(), serveCommand(), validateCommand(), configCommand(), auditCommand(), approvalsCommand(), doctorCommand()},
+		Commands: []*cli.Command{analyzeCommand(), execCommand(), serveCommand(), validateCommand(), configCommand(), auditCommand(), approvalsCommand(), doctorCommand(), agentCommand()},
 	}, stdout, stderr)
 }

@@ -77,6 +77,9 @@ type Data struct {
 	// ToolDefinition a judged upstream tool definition.
 	Upstream       *UpstreamCall   `json:"upstream,omitempty"`
 	ToolDefinition *ToolDefinition `json:"tool_definition,omitempty"`
+	// AgentSession is the card of an agent session launched in the layered
+	// sandbox (TypeAgentSession only).
+	AgentSession *AgentSession `json:"agent_session,omitempty"`
 }
 
 // Decision is the pipeline's verdict as recorded.
@@ -380,10 +383,12 @@ func (e *Event) Validate() error {
 		if e.Data.ToolDefinition == nil {
 			bad("type %s without a tool definition", TypeToolDefinition)
 		}
+	case TypeAgentSession:
 	default:
-		bad("type %q, want %s, %s, %s, %s or %s", e.Type, TypeDecision, TypeExecution, TypeUnauthorizedDestination, TypeUpstreamCall, TypeToolDefinition)
+		bad("type %q, want %s, %s, %s, %s, %s or %s", e.Type, TypeDecision, TypeExecution, TypeUnauthorizedDestination, TypeUpstreamCall, TypeToolDefinition, TypeAgentSession)
 	}
 	errs = append(errs, e.validateUpstream()...)
+	errs = append(errs, e.validateAgentSession()...)
 	errs = append(errs, e.validateDestination()...)
 	d := &e.Data
 	if d.Agent == "" {

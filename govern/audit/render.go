@@ -160,6 +160,10 @@ func RenderCard(w io.Writer, ev *Event) error {
 		renderUpstream(p, u)
 		return p.flush()
 	}
+	if as := d.AgentSession; as != nil {
+		renderAgentSession(p, as)
+		return p.flush()
+	}
 	if td := d.ToolDefinition; td != nil {
 		p.line("Upstream tool definition")
 		p.row("  Server", td.Server)
@@ -288,6 +292,18 @@ func RenderList(w io.Writer, events []*Event) error {
 		}
 		if td := d.ToolDefinition; td != nil {
 			status = td.State
+		}
+		if as := d.AgentSession; as != nil {
+			status = "session_" + as.Phase
+			if as.Phase == AgentSessionEnd {
+				status += ":" + as.Status.String()
+			}
+			if m := as.Isolation.SandboxMode; m != nil {
+				mode = m.String()
+			}
+			if as.ExitCode != nil {
+				exit = strconv.Itoa(*as.ExitCode)
+			}
 		}
 		cmd := "-"
 		if d.Command != nil && len(d.Command.SHA256) >= 12 {

@@ -31,6 +31,9 @@ type Config struct {
 	Admin         Admin
 	// Upstreams are the MCP servers the gateway proxies, by name.
 	Upstreams map[string]Upstream
+	// AgentLaunch is what `mitrity-gateway agent` gives the agent it
+	// launches (docs/agent.md).
+	AgentLaunch AgentLaunch
 
 	doc *yamlfile.Doc // positions for Validate; nil when built in code
 }

@@ -46,6 +46,7 @@ var checks = []func(*validator){
 	checkAdmission,
 	checkAdmin,
 	checkUpstreams,
+	checkAgentLaunch,
 }
 
 func (h host) validate(c *Config, errs *yamlfile.Errors) {

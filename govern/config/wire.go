@@ -24,6 +24,7 @@ type wireConfig struct {
 	Admission     *wireAdmission             `yaml:"admission"`
 	Admin         *wireAdmin                 `yaml:"admin"`
 	Upstreams     map[string]*wireUpstream   `yaml:"upstreams"`
+	AgentLaunch   *wireAgentLaunch           `yaml:"agent_launch"`
 }
 
 type wireAdmission struct {
@@ -205,6 +206,7 @@ func (c *Config) overlay(w *wireConfig, doc *yamlfile.Doc, dir string, errs *yam
 		}
 	}
 	c.Upstreams = upstreams(w.Upstreams, dir)
+	c.AgentLaunch.overlay(w.AgentLaunch)
 	if w.Policy != nil {
 		c.Policy = resolve(dir, *w.Policy)
 	}

@@ -132,6 +132,61 @@ type Layout struct {
 	// is still there. 0: none.
 	LifelineFD int
 	Cwd        string
+	// Session is a session's own mounts (Spec.Session); nil for a
+	// command, whose base is the host read-only.
+	Session *SessionLayout
+}
+
+// SessionLayout is a session's part of the command line.
+type SessionLayout struct {
+	// Mounts replace the host read-only, parents first.
+	Mounts []SessionMount
+	// Private and Sealed are the tmpfs directories among Mounts: Sealed
+	// ones are made read-only once everything inside them is mounted.
+	Private, Sealed []string
+	// KeepSession: no --new-session (Session.TTY with the filter in force).
+	KeepSession bool
+	// RootInside: uid and gid 0 in the sandbox's user namespace.
+	RootInside bool
+}
+
+// SessionMount is one mount of a session: a symlink (Link), a tmpfs
+// (Tmpfs, its mode), data from a descriptor (DataFD, Perm), a file from an
+// O_PATH descriptor (BindFD), or a host path (Source), read-only unless
+// Writable.
+type SessionMount struct {
+	Path     string
+	Link     string
+	Tmpfs    os.FileMode
+	DataFD   int
+	Perm     os.FileMode
+	BindFD   int
+	Source   string
+	Writable bool
+}
+
+// late reports whether m sits under a directory the sandbox makes afresh
+// after its base (/tmp, /run): it is mounted once that directory exists.
+func (m SessionMount) late() bool { return within("/tmp", m.Path) || within("/run", m.Path) }
+
+func (m SessionMount) args(a []string, f Features) []string {
+	fd := strconv.Itoa
+	switch {
+	case m.Link != "":
+		return append(a, "--symlink", m.Link, m.Path)
+	case m.Tmpfs != 0:
+		if f.TmpfsSize {
+			a = append(a, "--perms", fmt.Sprintf("%04o", m.Tmpfs))
+		}
+		return append(a, "--tmpfs", m.Path)
+	case m.DataFD > 0:
+		return append(a, "--perms", fmt.Sprintf("%04o", m.Perm), "--ro-bind-data", fd(m.DataFD), m.Path)
+	case m.BindFD > 0:
+		return append(a, "--ro-bind-fd", fd(m.BindFD), m.Path)
+	case m.Writable:
+		return append(a, "--bind", m.Source, m.Path)
+	}
+	return append(a, "--ro-bind", m.Source, m.Path)
 }
 
 // FDMount is data read from a descriptor and bound at a path.
@@ -151,11 +206,31 @@ func BuildArgs(l Layout) []string {
 	if l.Features.DisableUserns {
 		a = append(a, "--disable-userns")
 	}
-	a = append(a, "--die-with-parent", "--new-session")
+	if l.Session != nil && l.Session.RootInside {
+		a = append(a, "--uid", "0", "--gid", "0")
+	}
+	a = append(a, "--die-with-parent")
+	if l.Session == nil || !l.Session.KeepSession {
+		a = append(a, "--new-session")
+	}
 	if l.DropCaps {
 		a = append(a, "--cap-drop", "ALL")
 	}
-	a = append(a, "--ro-bind", "/", "/", "--dev", "/dev")
+	if l.Session == nil {
+		a = append(a, "--ro-bind", "/", "/")
+	} else {
+		// Default-deny reads: the root is bubblewrap's empty tmpfs, and
+		// only what the session names is put in it.
+		for _, m := range l.Session.Mounts {
+			if !m.late() {
+				a = m.args(a, l.Features)
+			}
+		}
+		for _, d := range l.Session.Sealed {
+			a = append(a, "--remount-ro", d)
+		}
+	}
+	a = append(a, "--dev", "/dev")
 	sized := func(size int64, perms string, dest string) {
 		if l.Features.TmpfsSize {
 			if size > 0 {
@@ -183,6 +258,13 @@ func BuildArgs(l Layout) []string {
 		a = append(a, "--perms", "0700", "--dir", govern.CredentialDir)
 		for _, c := range l.CredFiles {
 			a = append(a, "--perms", "0400", "--file", fd(c.FD), filepath.Join(govern.CredentialDir, c.Path))
+		}
+	}
+	if l.Session != nil {
+		for _, m := range l.Session.Mounts {
+			if m.late() {
+				a = m.args(a, l.Features)
+			}
 		}
 	}
 	a = append(a, "--remount-ro", "/run")

@@ -116,6 +116,11 @@ func (e *execution) layout() (Layout, error) {
 			return err != nil || !st.IsDir()
 		})
 		deny := resolveDenied(denyCandidates(homes, s.DenyPaths), roots)
+		if s.Session != nil {
+			// Only what the session shows of the host needs a mask.
+			visible, state := sessionVisible(s.Session, roots)
+			deny = sessionDeny(deny, visible, state)
+		}
 		narrow, narrowErr = planNarrowing(s.Narrowing, roots, homeOf(passwd, e.uid), statAsSeen)
 		if narrowErr != nil {
 			return
@@ -132,7 +137,14 @@ func (e *execution) layout() (Layout, error) {
 		// (A working directory the settings file denies: applyNarrowing
 		// refuses it, saying so.)
 		if cwd, _ := filepath.EvalSymlinks(s.Cwd); !narrow.masked(cwd) {
-			masks, maskErr = planMasks(deny, maskEnv{roots: roots, writable: writable, cwd: cwd, settings: narrow.covers, maxEntries: coverEntries})
+			entries := coverEntries
+			if s.Session != nil {
+				// A cover puts back its directory's other entries: under a
+				// session's private home that would show what default-deny
+				// hides. Masks stay masks there (watched, as every mask).
+				entries = -1
+			}
+			masks, maskErr = planMasks(deny, maskEnv{roots: roots, writable: writable, cwd: cwd, settings: narrow.covers, maxEntries: entries})
 		}
 		abs := append(slices.Clone(s.ReadOnlyPaths), narrow.readOnly...)
 		abs = append(abs, narrow.absent...)
@@ -227,6 +239,9 @@ func (e *execution) layout() (Layout, error) {
 
 	if e.seccomp {
 		prog, err := programBytes()
+		if s.Session != nil {
+			prog, err = sessionProgram()
+		}
 		if err != nil {
 			return l, err
 		}
@@ -260,6 +275,11 @@ func (e *execution) layout() (Layout, error) {
 		}
 		l.CredFiles = append(l.CredFiles, FDMount{Path: n, FD: e.pass(r)})
 		l.RunBytes += int64(len(v)) + 4096
+	}
+	if s.Session != nil {
+		if err := e.sessionLayout(&l); err != nil {
+			return l, err
+		}
 	}
 	return l, nil
 }

@@ -58,6 +58,11 @@ type liveEntry struct {
 	// inside them, with their directories: no other run may rename them.
 	Roots []string `json:"roots"`
 	Held  []string `json:"held,omitempty"`
+	// Session marks an agent launcher's sandbox (Spec.Session): its
+	// processes are the agent and its own tools, whose hook and relay the
+	// admission socket serves (see NotInSandbox); its pins and roots are
+	// held like any run's.
+	Session bool `json:"session,omitempty"`
 }
 
 // live is one run's place in the register.
@@ -118,13 +123,13 @@ func withLock(dir string, f func() error) error {
 // and returns it with every other live sandbox, read under the same lock:
 // each of those either registered before (so this run holds what they
 // pinned) or will see this one (and hold what it pins).
-func registerLive(dir string, roots, held []string) (*live, []liveEntry, error) {
+func registerLive(dir string, roots, held []string, session bool) (*live, []liveEntry, error) {
 	if err := openLive(dir); err != nil {
 		return nil, nil, err
 	}
 	var b [8]byte
 	rand.Read(b[:])
-	l := &live{dir: dir, entry: liveEntry{ID: hex.EncodeToString(b[:]), Owner: os.Getpid(), Roots: roots, Held: held}}
+	l := &live{dir: dir, entry: liveEntry{ID: hex.EncodeToString(b[:]), Owner: os.Getpid(), Roots: roots, Held: held, Session: session}}
 	var others []liveEntry
 	err := withLock(dir, func() error {
 		others = readLive(dir, true)
@@ -247,8 +252,11 @@ func startTime(pid int) (uint64, error) {
 }
 
 // InLiveSandbox reports whether a process in pid namespace pidns is
-// inside one of the running sandboxes of the user with euid. A register
-// that cannot be read answers true: a socket then refuses, closed.
+// inside one of the running sandboxes of the user with euid: a governed
+// command's, an upstream server's; not an agent launcher's session, whose
+// processes are the agent itself (its hook and relay are the admission
+// socket's clients). A register that cannot be read answers true: a
+// socket then refuses, closed.
 func InLiveSandbox(euid int, pidns uint64) bool {
 	dir := LiveDir(euid)
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
@@ -258,7 +266,7 @@ func InLiveSandbox(euid int, pidns uint64) bool {
 		return true
 	}
 	for _, e := range readLive(dir, false) {
-		if e.PidNS == pidns && pidns != 0 {
+		if e.PidNS == pidns && pidns != 0 && !e.Session {
 			return true
 		}
 	}

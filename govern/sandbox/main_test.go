@@ -22,6 +22,8 @@ func TestMain(m *testing.M) {
 			os.Exit(0)
 		case helperRunSpec:
 			runSpecChild()
+		case helperSessionDial:
+			sessionDialChild()
 		case HelperRun:
 			os.Exit(HelperMain(os.Args[2:], os.Stderr))
 		}

@@ -91,6 +91,9 @@ func (e *execution) run(ctx context.Context) Result {
 	if err := e.identity(); err != nil {
 		return notStarted(govern.StatusFailedToStart, govern.ReasonSpawnError, "%v", err)
 	}
+	if err := e.prepareSession(); err != nil {
+		return notStarted(govern.StatusFailedToStart, govern.ReasonSpawnError, "%v", err)
+	}
 	if err := e.register(); err != nil {
 		return notStarted(govern.StatusFailedToStart, govern.ReasonSpawnError, "%v", err)
 	}
@@ -271,7 +274,16 @@ func (e *execution) register() error {
 	if dir == "" {
 		dir = LiveDir(os.Geteuid())
 	}
-	l, others, err := registerLive(dir, roots, held)
+	if ss := e.spec.Session; ss != nil {
+		// What a session can write besides its roots: another run's pins
+		// there are held in it too.
+		for _, p := range ss.statePaths() {
+			if real, err := filepath.EvalSymlinks(p); err == nil {
+				roots = append(roots, real)
+			}
+		}
+	}
+	l, others, err := registerLive(dir, roots, held, e.spec.Session != nil)
 	if err != nil {
 		return err
 	}

@@ -4,9 +4,12 @@ import (
 	"encoding/binary"
 	"fmt"
 	"runtime"
+	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/mitrity/mitrity/govern/sandbox/internal/seccomppolicy"
 )
 
 //go:generate go run ./internal/seccompgen
@@ -152,3 +155,10 @@ func personalityCall(persona uint64) func() error {
 		return nil
 	}
 }
+
+// sessionProgram is the filter of a Session (the agent launcher's
+// posture): the same rules with AF_UNIX sockets allowed, assembled once,
+// the first time a session needs it (see seccomppolicy.Options).
+var sessionProgram = sync.OnceValues(func() ([]byte, error) {
+	return seccomppolicy.BytesWith(seccomppolicy.Options{UnixSockets: true})
+})

@@ -168,6 +168,10 @@ type Spec struct {
 	// Narrowing is the file-system part of exec.sandbox.settings_file;
 	// nil when there is none.
 	Narrowing *Narrowing `json:"narrowing,omitempty"`
+	// Session is the posture of a long-running interactive program (the
+	// agent launcher's) instead of a command's; nil for every governed
+	// command. See Session.
+	Session *Session `json:"session,omitempty"`
 }
 
 // Narrowing is what a sandbox-runtime settings file takes away from a run's
@@ -199,7 +203,8 @@ type Narrowing struct {
 // DefaultKillGrace is the SIGTERM-to-SIGKILL grace when the spec names none.
 const DefaultKillGrace = 5 * time.Second
 
-// Timeout is the wall-clock bound of the run.
+// Timeout is the wall-clock bound of the run; 0 for a session without
+// one.
 func (s *Spec) Timeout() time.Duration { return time.Duration(s.TimeoutMS) * time.Millisecond }
 
 // KillGrace is the SIGTERM-to-SIGKILL grace.
@@ -217,7 +222,7 @@ type specCheck func(*Spec) error
 var specChecks = []specCheck{
 	checkArgv, checkEnv, checkRoots, checkCwd, checkDenyPaths, checkProtectedExtra,
 	checkPinsShape, checkCredFiles, checkProxy, checkSeccomp, checkLimits, checkTimes, checkRunAs,
-	checkNarrowing,
+	checkNarrowing, checkSession,
 }
 
 // Validate checks the spec without touching the system.
@@ -400,6 +405,9 @@ func checkLimits(s *Spec) error {
 }
 
 func checkTimes(s *Spec) error {
+	if s.TimeoutMS == 0 && s.Session != nil {
+		return nil // a session lasts as long as its program
+	}
 	if s.TimeoutMS <= 0 {
 		return fmt.Errorf("timeout_ms: %d: want a positive timeout", s.TimeoutMS)
 	}

@@ -112,6 +112,15 @@ func (e *execution) start(ctx context.Context, l Layout) (Result, bool) {
 	for i := range l.CredFiles {
 		l.CredFiles[i].FD += shift
 	}
+	if l.Session != nil {
+		for i := range l.Session.Mounts {
+			if m := &l.Session.Mounts[i]; m.DataFD > 0 {
+				m.DataFD += shift
+			} else if m.BindFD > 0 {
+				m.BindFD += shift
+			}
+		}
+	}
 	// A v1 cgroup is entered by init itself (initproc.Join: cheap, and off
 	// the critical path); a v2 one takes the sandbox's first process by
 	// pid while bubblewrap waits on its block descriptor.
@@ -239,13 +248,20 @@ func (e *execution) start(ctx context.Context, l Layout) (Result, bool) {
 	// cancellation like any other, never a wait without end.
 	timer := time.NewTimer(s.Timeout())
 	defer timer.Stop()
+	timeout := timer.C
+	if s.TimeoutMS == 0 {
+		// A session without a timeout (Validate allows no other): it ends
+		// with its program or its caller.
+		timer.Stop()
+		timeout = nil
+	}
 	var timedOut, cancelled bool
 	info := make(chan int, 1)
 	go func() { info <- readInfo(infoR) }()
 	var pid int
 	select {
 	case pid = <-info:
-	case <-timer.C:
+	case <-timeout:
 		timedOut = true
 	case <-ctx.Done():
 		cancelled = true
@@ -320,7 +336,7 @@ func (e *execution) start(ctx context.Context, l Layout) (Result, bool) {
 	} else {
 		select {
 		case waitErr = <-waited:
-		case <-timer.C:
+		case <-timeout:
 			timedOut = true
 			sig, waitErr = e.terminate(sb, cmd, waited)
 		case <-ctx.Done():

@@ -29,6 +29,8 @@ import (
 //	                                                               namespace; the rest (AF_PACKET, AF_ALG, AF_XDP,
 //	                                                               AF_KEY, AF_BLUETOOTH, other netlink protocols…)
 //	                                                               is attack surface no build tool needs
+//	                                                               (Options.UnixSockets adds AF_UNIX: the agent
+//	                                                               launcher's sandbox; see Options)
 //	socketpair                    AF_UNIX SOCK_STREAM and          libuv, Python and ssh use stream pairs; a
 //	                              SOCK_SEQPACKET; else EPERM       datagram pair can be connect()ed to any host
 //	                                                               datagram socket on a visible path
@@ -147,19 +149,34 @@ func Denied(a *arch.Info) []string {
 	return append(slices.Clone(DeniedSyscalls), deniedOn[a.Name]...)
 }
 
+// Options vary the policy for a sandbox that is not a governed command's.
+type Options struct {
+	// UnixSockets lets socket(2) create AF_UNIX sockets: the agent
+	// launcher's posture, whose file system shows no host path but the
+	// ones it binds (the admission socket among them), and whose network
+	// namespace hides the host's abstract sockets. Every other rule holds.
+	UnixSockets bool
+}
+
 // Program assembles the filter for the running architecture.
-func Program() ([]bpf.RawInstruction, error) {
+func Program() ([]bpf.RawInstruction, error) { return ProgramWith(Options{}) }
+
+// ProgramWith assembles the filter with o for the running architecture.
+func ProgramWith(o Options) ([]bpf.RawInstruction, error) {
 	a, err := arch.GetInfo("")
 	if err != nil {
 		return nil, fmt.Errorf("seccomp: %w", err)
 	}
-	return ProgramFor(a)
+	return ProgramForWith(a, o)
 }
 
 // ProgramFor assembles the filter for architecture a: kill any other
 // architecture's calls, ENOSYS for the x32 ABI, then the rules of the
 // table above, each argument loaded from its low 32 bits.
-func ProgramFor(a *arch.Info) ([]bpf.RawInstruction, error) {
+func ProgramFor(a *arch.Info) ([]bpf.RawInstruction, error) { return ProgramForWith(a, Options{}) }
+
+// ProgramForWith is ProgramFor with o.
+func ProgramForWith(a *arch.Info, o Options) ([]bpf.RawInstruction, error) {
 	var missing []string
 	nr := func(name string) uint32 {
 		n, ok := a.SyscallNames[name]
@@ -202,7 +219,11 @@ func ProgramFor(a *arch.Info) ([]bpf.RawInstruction, error) {
 	}
 	rule("socket", func(allow, deny string) {
 		p.emit(lo(0))
-		for _, f := range socketFamilies {
+		families := socketFamilies
+		if o.UnixSockets {
+			families = append(slices.Clone(families), unix.AF_UNIX)
+		}
+		for _, f := range families {
 			p.jump(bpf.JumpEqual, f, allow, "")
 		}
 		p.jump(bpf.JumpEqual, unix.AF_NETLINK, "", deny)
@@ -256,8 +277,11 @@ func ProgramFor(a *arch.Info) ([]bpf.RawInstruction, error) {
 
 // Bytes is Program as bubblewrap's --seccomp reads it: struct sock_filter
 // entries in native byte order.
-func Bytes() ([]byte, error) {
-	raw, err := Program()
+func Bytes() ([]byte, error) { return BytesWith(Options{}) }
+
+// BytesWith is Bytes with o.
+func BytesWith(o Options) ([]byte, error) {
+	raw, err := ProgramWith(o)
 	if err != nil {
 		return nil, err
 	}

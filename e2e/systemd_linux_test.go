@@ -26,16 +26,6 @@ import (
 // execs the gateway (the pid stays the same, which is what go-systemd's
 // activation checks).
 
-// repoRoot is the checkout holding packaging/.
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	root, err := workspaceRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root
-}
-
 // notifySocket listens for sd_notify datagrams at dir/notify.sock,
 // writable by uid (the gateway's user), with the senders' credentials.
 type notifySocket struct {

@@ -1,0 +1,155 @@
+package agentlaunch
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/rs/zerolog"
+
+	"github.com/mitrity/mitrity/govern/config"
+)
+
+// Basics are the variables every CLI needs, passed when the launcher's
+// environment has them: where it is, who runs it, how its terminal and
+// its language are. Nothing here names a credential.
+var Basics = []string{
+	"HOME", "PATH", "USER", "LOGNAME", "SHELL",
+	"TERM", "COLORTERM", "TERM_PROGRAM", "TERM_PROGRAM_VERSION", "COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR",
+	"LANG", "LANGUAGE", "TZ", "EDITOR", "VISUAL",
+}
+
+// basicPrefixes are families of basics: the locale's categories.
+var basicPrefixes = []string{"LC_"}
+
+// credentialWords make a name credential-shaped: a basic that has one is
+// never passed, whatever family it is in (LC_TOKEN is not a locale).
+var credentialWords = []string{
+	"TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "APIKEY", "API_KEY",
+	"ACCESS_KEY", "PRIVATE_KEY", "AUTH", "COOKIE", "SESSION", "SIGNING", "CERT",
+}
+
+// CredentialShaped reports whether name looks like it holds a credential.
+func CredentialShaped(name string) bool {
+	u := strings.ToUpper(name)
+	for _, w := range credentialWords {
+		if strings.Contains(u, w) {
+			return true
+		}
+	}
+	return false
+}
+
+func basic(name string) bool {
+	if slices.Contains(Basics, name) {
+		return true
+	}
+	for _, p := range basicPrefixes {
+		if strings.HasPrefix(name, p) && !CredentialShaped(name) {
+			return true
+		}
+	}
+	return false
+}
+
+// Why a variable is passed.
+const (
+	FromBasics   = "basics"
+	FromDeclared = "agent_launch.env"
+)
+
+// FilteredEnv is what the agent gets of the launcher's environment.
+type FilteredEnv struct {
+	// Env is NAME=VALUE, in the order of the launcher's environment.
+	Env []string
+	// Passed and Stripped are names only, sorted.
+	Passed, Stripped []string
+	// AllowFrom is the variable whose names were added: AGENT_ISO_ALLOW,
+	// CLAUDE_ISO_ALLOW (the legacy name, read only when the new one is not
+	// set at all), or "" when neither is set.
+	AllowFrom string
+	// Allowed are the names it listed.
+	Allowed []string
+}
+
+// FilterEnv strips environ (the launcher's, NAME=VALUE) to a whitelist:
+// the basics, the names declared in the config, and the names listed in
+// $AGENT_ISO_ALLOW, which replaces $CLAUDE_ISO_ALLOW when it is set, even
+// to nothing. Names are separated by commas, colons or white space. Every
+// other variable is stripped, and so are the two lists themselves. A
+// value is never logged, at any level: log sees names and counts only.
+func FilterEnv(environ, declared []string, log zerolog.Logger) FilteredEnv {
+	var f FilteredEnv
+	lookup := map[string]string{}
+	present := map[string]bool{}
+	for _, kv := range environ {
+		name, val, ok := strings.Cut(kv, "=")
+		if !ok || name == "" || present[name] {
+			continue // the first, as getenv reads it
+		}
+		present[name] = true
+		lookup[name] = val
+	}
+	list, has := "", false
+	if v, ok := lookup[config.AgentIsoAllow]; present[config.AgentIsoAllow] && ok {
+		list, has, f.AllowFrom = v, true, config.AgentIsoAllow
+	} else if v, ok := lookup[config.AgentIsoAllowLegacy]; ok {
+		list, has, f.AllowFrom = v, true, config.AgentIsoAllowLegacy
+	}
+	if has {
+		bad := 0
+		for _, n := range strings.FieldsFunc(list, func(r rune) bool { return r == ',' || r == ':' || r == ' ' || r == '\t' || r == '\n' }) {
+			if config.AgentEnvProblem(n) != "" {
+				bad++
+				continue
+			}
+			if !slices.Contains(f.Allowed, n) {
+				f.Allowed = append(f.Allowed, n)
+			}
+		}
+		if bad > 0 {
+			// The entries are not shown: a value of the launcher's
+			// environment is never printed.
+			log.Warn().Str("from", f.AllowFrom).Int("ignored", bad).Msg("agent environment: entries that are not variable names the agent may get were ignored")
+		}
+		if f.AllowFrom == config.AgentIsoAllowLegacy {
+			log.Debug().Msg("agent environment: " + config.AgentIsoAllowLegacy + " read (the legacy name); " + config.AgentIsoAllow + " replaces it when set")
+		}
+	}
+	why := func(name string) string {
+		switch {
+		case name == config.AgentIsoAllow || name == config.AgentIsoAllowLegacy:
+			return ""
+		case slices.Contains(f.Allowed, name):
+			return f.AllowFrom
+		case slices.Contains(declared, name):
+			return FromDeclared
+		case basic(name):
+			return FromBasics
+		}
+		return ""
+	}
+	seen := map[string]bool{}
+	for _, kv := range environ {
+		name, _, ok := strings.Cut(kv, "=")
+		if !ok || name == "" || seen[name] {
+			continue
+		}
+		seen[name] = true
+		from := why(name)
+		if from == "" {
+			f.Stripped = append(f.Stripped, name)
+			continue
+		}
+		f.Env = append(f.Env, kv)
+		f.Passed = append(f.Passed, name)
+		ev := log.Debug().Str("name", name).Str("from", from)
+		if from != FromBasics && CredentialShaped(name) {
+			ev = ev.Bool("credential_shaped", true)
+		}
+		ev.Msg("agent environment: passed")
+	}
+	slices.Sort(f.Passed)
+	slices.Sort(f.Stripped)
+	log.Debug().Strs("stripped", f.Stripped).Int("passed", len(f.Passed)).Msg("agent environment: stripped")
+	return f
+}
