@@ -34,7 +34,9 @@ func main() {
 			return up.CallTool(ctx, &mcp.CallToolParams{Name: req.Params.Name, Arguments: req.Params.Arguments})
 		})
 	}
-	if err := srv.Run(ctx, &mcp.StdioTransport{}); err != nil {
+	err = srv.Run(ctx, &mcp.StdioTransport{})
+	up.Close() // waits for the server to exit
+	if err != nil {
 		log.Fatal(err)
 	}
 }
