@@ -61,7 +61,11 @@ func (sc *Scrubber) Scrub(text string) string {
 	var b strings.Builder
 	last := 0
 	for i := 0; i < len(text); i++ {
-		if text[i] != '/' || (i > 0 && nameByte(text[i-1])) {
+		// A path starts after a byte that is no part of a name, or right
+		// where a replaced one ended: what the agent reads there is the
+		// replacement's '>', and /d/d/policy.yaml under a kept /d must not
+		// come out as <kept>/d/policy.yaml.
+		if text[i] != '/' || (i > 0 && i != last && nameByte(text[i-1])) {
 			continue
 		}
 		for _, p := range sc.paths {

@@ -35,6 +35,7 @@ func TestScrub(t *testing.T) {
 		{"/srv/gw/wsx/file", "<the audit log's directory>/wsx/file"},
 		{"/srv/gw/mitrity-gateway.yaml.bak", "<the audit log's directory>/mitrity-gateway.yaml.bak"},
 		{"/srv/gwx/file", "/srv/gwx/file"},
+		{"/srv/gw/srv/gw/x", "<the audit log's directory><the audit log's directory>/x"},
 		{"x/srv/gw/y", "x/srv/gw/y"},
 		{"starting bubblewrap /usr/bin/bwrap: exec format error", "starting bubblewrap <bubblewrap>: exec format error"},
 		{"/usr/bin/bwrapper", "/usr/bin/bwrapper"},
