@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -108,84 +108,28 @@ func (m *agentModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	var req struct {
-		Model    string `json:"model"`
-		Stream   bool   `json:"stream"`
-		Messages []struct {
-			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
-		Tools []struct {
-			Name string `json:"name"`
-		} `json:"tools"`
-	}
-	if err := json.Unmarshal(body, &req); err != nil {
+	req, err := decodeAnthropic(body)
+	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	var results []json.RawMessage
-	for _, msg := range req.Messages {
-		var blocks []json.RawMessage
-		if json.Unmarshal(msg.Content, &blocks) != nil {
-			continue
-		}
-		for _, b := range blocks {
-			var h struct{ Type string }
-			if json.Unmarshal(b, &h) == nil && h.Type == "tool_result" {
-				results = append(results, b)
-			}
-		}
-	}
-	offered := map[string]bool{}
-	for _, t := range req.Tools {
-		offered[t.Name] = true
-	}
 	var step *agentStep
+	var call *toolCall
 	m.mu.Lock()
-	for i, r := range results {
+	for i, r := range req.Results {
 		if i < len(m.steps) {
 			m.seen[i] = stubSeen{Raw: string(r), Text: flatten(r)}
 		}
 	}
-	n := len(results)
-	if n < len(m.steps) && offered[m.steps[n].Tool] {
+	n := len(req.Results)
+	if n < len(m.steps) && slices.Contains(req.Tools, m.steps[n].Tool) {
 		step = &m.steps[n]
-	}
-	names := make([]string, 0, len(req.Tools))
-	for _, t := range req.Tools {
-		names = append(names, t.Name)
-	}
-	m.log = append(m.log, fmt.Sprintf("POST %s tools=%v results=%d -> %v", r.URL.Path, names, n, step))
-	m.mu.Unlock()
-	block := map[string]any{"type": "text", "text": stubText}
-	stop := "end_turn"
-	if step != nil {
-		stop = "tool_use"
-		block = map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_agent%02d", n), "name": step.Tool, "input": step.Input}
-	}
-	usage := map[string]any{"input_tokens": 100, "output_tokens": 10, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
-	msgID := fmt.Sprintf("msg_agent%d", n)
-	if !req.Stream {
-		writeJSON(w, map[string]any{"id": msgID, "type": "message", "role": "assistant", "model": req.Model,
-			"content": []any{block}, "stop_reason": stop, "stop_sequence": nil, "usage": usage})
-		return
-	}
-	s := newSSE(w)
-	s.event("message_start", map[string]any{"type": "message_start", "message": map[string]any{"id": msgID, "type": "message",
-		"role": "assistant", "model": req.Model, "content": []any{}, "stop_reason": nil, "stop_sequence": nil, "usage": usage}})
-	if step != nil {
 		args, _ := json.Marshal(step.Input)
-		s.event("content_block_start", map[string]any{"type": "content_block_start", "index": 0,
-			"content_block": map[string]any{"type": "tool_use", "id": block["id"], "name": step.Tool, "input": map[string]any{}}})
-		s.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
-			"delta": map[string]any{"type": "input_json_delta", "partial_json": string(args)}})
-	} else {
-		s.event("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}})
-		s.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": stubText}})
+		call = &toolCall{step: n, name: step.Tool, args: string(args)}
 	}
-	s.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
-	s.event("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil},
-		"usage": map[string]any{"output_tokens": 10}})
-	s.event("message_stop", map[string]any{"type": "message_stop"})
+	m.log = append(m.log, fmt.Sprintf("POST %s tools=%v results=%d -> %v", r.URL.Path, req.Tools, n, step))
+	m.mu.Unlock()
+	writeAnthropic(w, req, "agent", call)
 }
 
 func (m *agentModel) result(t *testing.T, i int) string {
@@ -369,28 +313,20 @@ func testAgentLauncher(t *testing.T, asUser bool, claude []string, an *agentNet,
 		// The fetch itself, not only Claude Code's domain check on
 		// claude.ai (which the proxy refuses too), meets the proxy.
 		"--settings", `{"skipWebFetchPreflight": true}`)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, aw.bin, args...)
-	cmd.Dir, cmd.Env = aw.ws, env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: aw.cred}
-	cmd.WaitDelay = 10 * time.Second
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	began := time.Now()
-	runErr := cmd.Run()
+	res := runAs(t, runSpec{cred: aw.cred, dir: aw.ws, env: env, timeout: 4 * time.Minute}, append([]string{aw.bin}, args...)...)
 	t.Logf("the session took %v", time.Since(began).Round(100*time.Millisecond))
 	dump := func() string {
 		model.mu.Lock()
 		defer model.mu.Unlock()
-		return fmt.Sprintf("model:\n%s\nstdout: %s\nstderr: %s", strings.Join(model.log, "\n"), tail(stdout.String()), tail(stderr.String()))
+		return fmt.Sprintf("model:\n%s\nstdout: %s\nstderr: %s", strings.Join(model.log, "\n"), tail(res.stdout), tail(res.stderr))
 	}
-	if runErr != nil {
-		t.Fatalf("the launcher: %v\n%s", runErr, dump())
+	if res.code != 0 {
+		t.Fatalf("the launcher: exit %d\n%s", res.code, dump())
 	}
 
 	// What the model saw.
-	everything := stdout.String() + stderr.String()
+	everything := res.stdout + res.stderr
 	for i := range model.steps {
 		everything += model.result(t, i)
 	}
@@ -595,22 +531,17 @@ func BenchmarkAgentStartup(b *testing.B) {
 	asUser := os.Geteuid() != 0
 	lw := newLaunchWorld(b, asUser)
 	w, project, home := lw.world, lw.project, lw.home
-	cred := lw.agentCred
 	env := []string{"PATH=/usr/bin:/bin", "HOME=" + home, "DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1"}
 	run := func(name string, args ...string) time.Duration {
-		cmd := exec.Command(name, args...)
-		cmd.Dir, cmd.Env = project, env
-		if cred != nil && name != w.bin {
-			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred} // the agent's user, as under the launcher
-		}
-		if asUser && name == w.bin {
-			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: w.asUser}
+		as := lw.agentCred // the agent's user, as under the launcher
+		if name == w.bin {
+			as = w.asUser
 		}
 		start := time.Now()
-		out, err := cmd.CombinedOutput()
+		r := runAs(b, runSpec{cred: as, dir: project, env: env}, append([]string{name}, args...)...)
 		d := time.Since(start)
-		if err != nil || !strings.Contains(string(out), claude.version) {
-			b.Fatalf("%s %v: %v: %s", name, args, err, out)
+		if r.code != 0 || !strings.Contains(r.stdout+r.stderr, claude.version) {
+			b.Fatalf("%s %v: exit %d: %s%s", name, args, r.code, r.stdout, r.stderr)
 		}
 		return d
 	}
@@ -683,15 +614,10 @@ func TestAgentLauncherStartsEachFramework(t *testing.T) {
 				argv := frameworkArgv(t, fw)
 				lw := newLaunchWorld(t, asUser)
 				args := append([]string{"--log-level", "error", "agent", "--config", lw.cfg, "--admin-dir", lw.admin, "--framework", fw.name, "--"}, argv...)
-				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-				defer cancel()
-				cmd := exec.CommandContext(ctx, lw.bin, append(args, "--version")...)
-				cmd.Dir = lw.project
-				cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + lw.home, "DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1", "GH_TOKEN=" + secretToken}
-				cmd.SysProcAttr = &syscall.SysProcAttr{Credential: lw.asUser}
-				out, err := cmd.CombinedOutput()
-				if err != nil || !strings.Contains(string(out), fw.version) {
-					t.Fatalf("%s --version through the launcher: %v\n%s", fw.name, err, out)
+				env := []string{"PATH=/usr/bin:/bin", "HOME=" + lw.home, "DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1", "GH_TOKEN=" + secretToken}
+				r := runAs(t, runSpec{cred: lw.asUser, dir: lw.project, env: env, timeout: 2 * time.Minute}, append(append([]string{lw.bin}, args...), "--version")...)
+				if r.code != 0 || !strings.Contains(r.stdout+r.stderr, fw.version) {
+					t.Fatalf("%s --version through the launcher: exit %d\n%s%s", fw.name, r.code, r.stdout, r.stderr)
 				}
 				var phases []any
 				for _, ev := range lw.events(t) {
@@ -735,7 +661,7 @@ func testAgentFramework(t *testing.T, asUser bool, fw fwSpec, argv []string, an 
 	apiAddr := net.JoinHostPort(an.apiIP, strconv.Itoa(20000+mrand.IntN(20000)))
 	url := "http://" + apiAddr
 	aw := newAgentWorld(t, asUser, an, apiAddr)
-	stub := &modelStub{steps: []stubStep{{Command: "env | sort"}}, seen: map[int]stubSeen{}, issued: map[int]int{}, first: map[string]string{}, last: map[string]string{}}
+	stub := unstartedModelStub(stubStep{Command: "env | sort"})
 	ln, err := listenInNetns(an.ns, apiAddr)
 	must(t, err)
 	srv := &http.Server{Handler: http.HandlerFunc(stub.serve), ReadHeaderTimeout: 10 * time.Second}
@@ -823,27 +749,19 @@ plugins = false
 	must(t, os.WriteFile(aw.policy, pol, 0o644))
 
 	full := append([]string{"--log-level", "warn", "agent", "--config", aw.cfg, "--admin-dir", aw.admin, "--framework", fw.name, "--"}, argv...)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, aw.bin, append(full, args...)...)
-	cmd.Dir, cmd.Env = aw.ws, env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: aw.cred}
-	cmd.WaitDelay = 10 * time.Second
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	began := time.Now()
-	err = cmd.Run()
+	res := runAs(t, runSpec{cred: aw.cred, dir: aw.ws, env: env, timeout: 4 * time.Minute}, append(append([]string{aw.bin}, full...), args...)...)
 	t.Logf("the session took %v", time.Since(began).Round(100*time.Millisecond))
 	seen, ok := stub.Seen(0)
-	if err != nil || !ok {
-		t.Fatalf("%s through the launcher: %v (result seen: %v)\nstub:\n%s\nstdout: %s\nstderr: %s", fw.name, err, ok, stub.Dump(), tail(stdout.String()), tail(stderr.String()))
+	if res.code != 0 || !ok {
+		t.Fatalf("%s through the launcher: exit %d (result seen: %v)\nstub:\n%s\nstdout: %s\nstderr: %s", fw.name, res.code, ok, stub.Dump(), tail(res.stdout), tail(res.stderr))
 	}
 	t.Logf("the model saw: %s", head(strings.ReplaceAll(seen.Text, "\n", " | "), 600))
 	if !strings.Contains(seen.Text, "GH_TOKEN=[REDACTED:credential:github_token]") {
 		t.Errorf("the routed env lacks the mapped credential, redacted:\n%s", seen.Text)
 	}
 	for _, s := range append(values(agentHostSecrets), secretToken, "stub-gemini-key", "stub-codex-key") {
-		if strings.Contains(seen.Text+stdout.String()+stderr.String(), s) {
+		if strings.Contains(seen.Text+res.stdout+res.stderr, s) {
 			t.Errorf("the model or the terminal saw a launcher secret %q", s)
 		}
 	}
@@ -859,6 +777,6 @@ plugins = false
 		}
 	}
 	if inside != 1 {
-		t.Errorf("%d routed executions, want 1\nstub:\n%s\nstderr: %s", inside, stub.Dump(), tail(stderr.String()))
+		t.Errorf("%d routed executions, want 1\nstub:\n%s\nstderr: %s", inside, stub.Dump(), tail(res.stderr))
 	}
 }

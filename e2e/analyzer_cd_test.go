@@ -2,15 +2,10 @@ package e2e
 
 import (
 	"bytes"
-	"context"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 )
 
 // Issue 11, item 6: the analyzer judged another script than the shell ran.
@@ -170,30 +165,4 @@ func testAnalyzerCd(t *testing.T, w *world) {
 		t.Fatalf("control: the run user cannot write the marker: %+v", r)
 	}
 	must(t, os.Remove(marker))
-}
-
-// execWithHostEnv is world.exec with extra variables in the gateway's own
-// environment.
-func (w *world) execWithHostEnv(t *testing.T, extra []string, args ...string) result {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	full := append([]string{"--log-level", "error", "exec", "--config", w.cfg, "--admin-dir", w.admin}, args...)
-	cmd := exec.CommandContext(ctx, w.bin, full...)
-	cmd.Dir = w.ws
-	cmd.Env = append([]string{"PATH=/usr/bin:/bin", "E2E_GITHUB_TOKEN=" + secretToken, "E2E_OTHER_TOKEN=other-secret-value-123", "HOME=" + w.dir}, extra...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if w.asUser != nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: w.asUser}
-	}
-	err := cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("%v: %v", args, err)
-	}
-	return result{out.String(), errb.String(), code}
 }

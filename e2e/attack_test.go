@@ -6,7 +6,9 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"math/rand/v2"
 	"net"
@@ -80,30 +82,129 @@ func newAttackHost(t *testing.T) *attackHost {
 	}
 	uid, gid := ensureUser(t)
 	h.home = "/home/" + testUser
+	h.secrets, h.visible = plantFixture(t, h.home, uid, gid)
+	h.ifaceIP, h.ifCIDR = vethHost(t)
+	return h
+}
+
+// plantFixture plants the deny set's files and the visible one in home,
+// owned by uid:gid like the user's own, and returns the deny-set paths
+// with their contents and the visible file's path. A file already there
+// with its content is left alone.
+func plantFixture(t *testing.T, home string, uid, gid uint32) (secrets map[string]string, visible string) {
+	t.Helper()
+	secrets = map[string]string{}
 	for _, n := range append(slices.Clone(denyNames), ".e2e-visible") {
-		p := filepath.Join(h.home, n)
+		p := filepath.Join(home, n)
 		v := fixtureContent(n)
 		if n == ".e2e-visible" {
-			h.visible = p
+			visible = p
 		} else {
-			h.secrets[p] = v
+			secrets[p] = v
 		}
 		if b, err := os.ReadFile(p); err == nil && string(b) == v+"\n" {
 			continue
 		}
-		for d := filepath.Dir(p); d != h.home; d = filepath.Dir(d) {
-			if err := os.Mkdir(d, 0o700); err == nil {
-				must(t, os.Chown(d, int(uid), int(gid)))
-			}
-		}
+		mkdirOwned(t, home, filepath.Dir(p), uid, gid)
 		// Atomically: another run may be resolving the deny set.
 		tmp := p + ".tmp-" + marker(t)
 		must(t, os.WriteFile(tmp, []byte(v+"\n"), 0o600))
 		must(t, os.Chown(tmp, int(uid), int(gid)))
 		must(t, os.Rename(tmp, p))
 	}
-	h.ifaceIP, h.ifCIDR = vethHost(t)
-	return h
+	return secrets, visible
+}
+
+// mkdirOwned makes dir and every missing directory between it and home,
+// each 0700 and owned by uid:gid, and leaves those that exist alone. From
+// the top down, so that one call makes the whole path.
+func mkdirOwned(t *testing.T, home, dir string, uid, gid uint32) {
+	t.Helper()
+	rel, err := filepath.Rel(home, dir)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		t.Fatalf("%s is not under %s", dir, home)
+	}
+	if rel == "." {
+		return
+	}
+	d := home
+	for _, c := range strings.Split(rel, "/") {
+		d = filepath.Join(d, c)
+		err := os.Mkdir(d, 0o700)
+		if errors.Is(err, fs.ErrExist) {
+			continue // another run's or the user's: not ours to change
+		}
+		must(t, err)
+		// Chmod too: the umask must not decide who can read the fixture.
+		must(t, os.Chown(d, int(uid), int(gid)))
+		must(t, os.Chmod(d, 0o700))
+	}
+}
+
+// TestAttackHostFreshHome plants the fixture in a home as fresh as useradd
+// leaves it: one run makes the whole path of every file, each directory it
+// makes the user's and 0700, and leaves one already there alone. A loop that
+// made one level per run failed here until the test had run five times.
+func TestAttackHostFreshHome(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("GOVERN_REQUIRE_SANDBOX") == "1" {
+			t.Fatal("needs root to give the fixture to the test user, and GOVERN_REQUIRE_SANDBOX=1 is set")
+		}
+		t.Skip("needs root to give the fixture to the test user")
+	}
+	uid, gid := ensureUser(t)
+	// Not the user's real home: every other run shares its fixture.
+	home := filepath.Join(t.TempDir(), testUser)
+	must(t, os.Mkdir(home, 0o700))
+	must(t, os.Chown(home, int(uid), int(gid)))
+	// Someone else's directory on the way (sandboxrun's tests make theirs
+	// as root): kept as it is.
+	foreign := filepath.Join(home, ".config")
+	must(t, os.Mkdir(foreign, 0o755))
+	must(t, os.Chmod(foreign, 0o755))
+	check := func(p string, wantUID uint32, wantMode fs.FileMode) {
+		t.Helper()
+		fi, err := os.Lstat(p)
+		must(t, err)
+		st := fi.Sys().(*syscall.Stat_t)
+		if st.Uid != wantUID || fi.Mode() != wantMode || (wantUID == uid && st.Gid != gid) {
+			t.Errorf("%s: uid %d gid %d mode %v, want uid %d mode %v", p, st.Uid, st.Gid, fi.Mode(), wantUID, wantMode)
+		}
+	}
+
+	secrets, visible := plantFixture(t, home, uid, gid)
+	if len(secrets) != len(denyNames) || visible != filepath.Join(home, ".e2e-visible") {
+		t.Fatalf("planted %d secrets (want %d), visible %q", len(secrets), len(denyNames), visible)
+	}
+	inodes := map[string]uint64{}
+	for _, n := range append(slices.Clone(denyNames), ".e2e-visible") {
+		p := filepath.Join(home, n)
+		if b, err := os.ReadFile(p); err != nil || string(b) != fixtureContent(n)+"\n" {
+			t.Errorf("%s: %q, %v", p, b, err)
+			continue
+		}
+		if n != ".e2e-visible" && secrets[p] != fixtureContent(n) {
+			t.Errorf("secrets[%s] = %q", p, secrets[p])
+		}
+		check(p, uid, 0o600)
+		for d := filepath.Dir(p); d != home; d = filepath.Dir(d) {
+			if d == foreign {
+				check(d, 0, fs.ModeDir|0o755)
+			} else {
+				check(d, uid, fs.ModeDir|0o700)
+			}
+		}
+		fi, err := os.Stat(p)
+		must(t, err)
+		inodes[p] = fi.Sys().(*syscall.Stat_t).Ino
+	}
+	// The next run finds every file in place and rewrites none.
+	plantFixture(t, home, uid, gid)
+	for p, ino := range inodes {
+		if fi, err := os.Stat(p); err != nil || fi.Sys().(*syscall.Stat_t).Ino != ino {
+			t.Errorf("%s was replaced by the second run (%v)", p, err)
+		}
+	}
 }
 
 // vethHost makes a network namespace with a veth pair whose host side

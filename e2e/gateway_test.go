@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -124,32 +123,29 @@ type result struct {
 // gw runs the gateway binary as the world's user with args.
 func (w *world) gw(t *testing.T, ctx context.Context, stdin string, args ...string) result {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, w.bin, args...)
-	cmd.Dir = w.ws
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "E2E_GITHUB_TOKEN=" + secretToken, "E2E_OTHER_TOKEN=other-secret-value-123", "HOME=" + w.dir}
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if w.asUser != nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: w.asUser}
-	}
-	err := cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("%v: %v", args, err)
-	}
-	return result{out.String(), errb.String(), code}
+	return w.gwEnv(t, ctx, stdin, nil, args...)
+}
+
+// gwEnv is gw with extra variables in the gateway's own environment.
+func (w *world) gwEnv(t *testing.T, ctx context.Context, stdin string, extra []string, args ...string) result {
+	t.Helper()
+	env := append([]string{"PATH=/usr/bin:/bin", "E2E_GITHUB_TOKEN=" + secretToken, "E2E_OTHER_TOKEN=other-secret-value-123", "HOME=" + w.dir}, extra...)
+	return runAsCtx(t, ctx, runSpec{cred: w.asUser, dir: w.ws, env: env, stdin: stdin}, append([]string{w.bin}, args...)...)
 }
 
 func (w *world) exec(t *testing.T, args ...string) result {
 	t.Helper()
+	return w.execWithHostEnv(t, nil, args...)
+}
+
+// execWithHostEnv is exec with extra variables in the gateway's own
+// environment.
+func (w *world) execWithHostEnv(t *testing.T, extra []string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	full := append([]string{"--log-level", "error", "exec", "--config", w.cfg, "--admin-dir", w.admin}, args...)
-	return w.gw(t, ctx, "", full...)
+	return w.gwEnv(t, ctx, "", extra, full...)
 }
 
 // events reads the audit file line by line: every line must be one JSON

@@ -162,47 +162,19 @@ func (hw *hookWorld) start(t testing.TB) {
 // the test's own user).
 func (hw *hookWorld) runHook(t testing.TB, cred *syscall.Credential, env []string, stdin string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, hw.hook, args...)
-	cmd.Dir = hw.ws
-	cmd.Env = append([]string{"PATH=/usr/bin:/bin", "HOME=" + hw.dir, "MITRITY_ADMISSION_SOCKET=" + hw.sock}, env...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if cred != nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-	}
-	err := cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("%v: %v", args, err)
-	}
-	return result{out.String(), errb.String(), code}
+	return runAs(t, runSpec{cred: cred, dir: hw.ws, env: hw.env(env), stdin: stdin}, append([]string{hw.hook}, args...)...)
 }
 
 // relay runs a rewritten command the way a framework does: bash -c.
 func (hw *hookWorld) relay(t testing.TB, env []string, command string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "/bin/bash", "-c", command)
-	cmd.Dir = hw.ws
-	cmd.Env = append([]string{"PATH=/usr/bin:/bin", "HOME=" + hw.dir, "MITRITY_ADMISSION_SOCKET=" + hw.sock}, env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return result{out.String(), errb.String(), code}
+	return runAs(t, runSpec{dir: hw.ws, env: hw.env(env)}, "/bin/bash", "-c", command)
+}
+
+// env is what the hook and its relay run with: the admission socket, and
+// extra after it.
+func (hw *hookWorld) env(extra []string) []string {
+	return append([]string{"PATH=/usr/bin:/bin", "HOME=" + hw.dir, "MITRITY_ADMISSION_SOCKET=" + hw.sock}, extra...)
 }
 
 // claudePayload is a PreToolUse payload for Bash exactly as Claude Code

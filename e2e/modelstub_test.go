@@ -57,9 +57,15 @@ var shellTools = []struct{ name, arg string }{
 const stubText = "stub model: done"
 
 func newModelStub(steps ...stubStep) *modelStub {
-	m := &modelStub{steps: steps, seen: map[int]stubSeen{}, issued: map[int]int{}, first: map[string]string{}, last: map[string]string{}}
+	m := unstartedModelStub(steps...)
 	m.srv = httptest.NewServer(http.HandlerFunc(m.serve))
 	return m
+}
+
+// unstartedModelStub is the stub without its server, for a test that
+// serves m.serve elsewhere (a network namespace's address).
+func unstartedModelStub(steps ...stubStep) *modelStub {
+	return &modelStub{steps: steps, seen: map[int]stubSeen{}, issued: map[int]int{}, first: map[string]string{}, last: map[string]string{}}
 }
 
 // URL is the stub's base URL, http://127.0.0.1:PORT.
@@ -212,8 +218,16 @@ func head(s string, n int) string {
 	return s
 }
 
-// anthropic answers POST /v1/messages.
-func (m *modelStub) anthropic(w http.ResponseWriter, body []byte) {
+// anthropicRequest is what a stand-in reads of an Anthropic Messages
+// request.
+type anthropicRequest struct {
+	Model   string
+	Stream  bool
+	Tools   []string          // the names of the tools it offers
+	Results []json.RawMessage // its tool_result blocks, in order
+}
+
+func decodeAnthropic(body []byte) (anthropicRequest, error) {
 	var req struct {
 		Model    string `json:"model"`
 		Stream   bool   `json:"stream"`
@@ -226,15 +240,12 @@ func (m *modelStub) anthropic(w http.ResponseWriter, body []byte) {
 		} `json:"tools"`
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
+		return anthropicRequest{}, err
 	}
-	m.keepBody("anthropic", body)
-	var tools []offered
+	out := anthropicRequest{Model: req.Model, Stream: req.Stream}
 	for _, t := range req.Tools {
-		tools = append(tools, offered{name: t.Name})
+		out.Tools = append(out.Tools, t.Name)
 	}
-	var results []json.RawMessage
 	for _, msg := range req.Messages {
 		var blocks []json.RawMessage
 		if json.Unmarshal(msg.Content, &blocks) != nil {
@@ -243,24 +254,46 @@ func (m *modelStub) anthropic(w http.ResponseWriter, body []byte) {
 		for _, b := range blocks {
 			var h struct{ Type string }
 			if json.Unmarshal(b, &h) == nil && h.Type == "tool_result" {
-				results = append(results, b)
+				out.Results = append(out.Results, b)
 			}
 		}
 	}
-	call := m.next(tools, results)
-	m.logf("POST messages model=%s tools=%d results=%d stream=%v -> %s", req.Model, len(tools), len(results), req.Stream, describe(call))
+	return out, nil
+}
+
+// anthropic answers POST /v1/messages.
+func (m *modelStub) anthropic(w http.ResponseWriter, body []byte) {
+	req, err := decodeAnthropic(body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	m.keepBody("anthropic", body)
+	var tools []offered
+	for _, name := range req.Tools {
+		tools = append(tools, offered{name: name})
+	}
+	call := m.next(tools, req.Results)
+	m.logf("POST messages model=%s tools=%d results=%d stream=%v -> %s", req.Model, len(tools), len(req.Results), req.Stream, describe(call))
+	writeAnthropic(w, req, "stub", call)
+}
+
+// writeAnthropic answers req with call (nil: the closing text), as one
+// message or, for a streaming request, as its events; tag names the
+// stand-in in the message and tool_use ids.
+func writeAnthropic(w http.ResponseWriter, req anthropicRequest, tag string, call *toolCall) {
 	var block map[string]any
 	stop := "end_turn"
 	if call != nil {
 		stop = "tool_use"
 		var input any
 		json.Unmarshal([]byte(call.args), &input)
-		block = map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_stub%02d", call.step), "name": call.name, "input": input}
+		block = map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_%s%02d", tag, call.step), "name": call.name, "input": input}
 	} else {
 		block = map[string]any{"type": "text", "text": stubText}
 	}
 	usage := map[string]any{"input_tokens": 100, "output_tokens": 10, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
-	msgID := fmt.Sprintf("msg_stub%d", len(results))
+	msgID := fmt.Sprintf("msg_%s%d", tag, len(req.Results))
 	if !req.Stream {
 		writeJSON(w, map[string]any{"id": msgID, "type": "message", "role": "assistant", "model": req.Model,
 			"content": []any{block}, "stop_reason": stop, "stop_sequence": nil, "usage": usage})

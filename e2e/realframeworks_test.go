@@ -427,7 +427,7 @@ func (fx *fwWorld) configure(t *testing.T, mode fwMode, home, url string) fwInvo
 			// README's headline path: claude mcp add ... -- mitrity-gateway serve --stdio.
 			fx.own(t, home)
 			add := append([]string{"mcp", "add", "-s", "user", "mitrity", "-e", "E2E_GITHUB_TOKEN=" + secretToken, "--", fx.bin}, fx.gatewayArgs()...)
-			fx.runAs(t, home, add...)
+			fx.runCLI(t, home, add...)
 			// MCP tools are offered directly, not behind a tool search.
 			inv.env = append(inv.env, "ENABLE_TOOL_SEARCH=false")
 			inv.args = append(inv.args, "--allowedTools", "mcp__mitrity__shell__execute")
@@ -567,17 +567,13 @@ func codexHookHash(t *testing.T, matcher, command string, timeout int) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-// runAs runs the framework's own CLI (for setup) as its user.
-func (fx *fwWorld) runAs(t *testing.T, home string, args ...string) {
+// runCLI runs the framework's own CLI (for setup) as its user.
+func (fx *fwWorld) runCLI(t *testing.T, home string, args ...string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, fx.argv[0], append(append([]string{}, fx.argv[1:]...), args...)...)
-	cmd.Dir = fx.ws
-	cmd.Env = append(fwQuietEnv(home), "PATH=/usr/bin:/bin")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: fx.cred}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%s %v: %v\n%s", fx.fw.bin, args, err, out)
+	argv := append(append([]string{}, fx.argv...), args...)
+	r := runAs(t, runSpec{cred: fx.cred, dir: fx.ws, env: append(fwQuietEnv(home), "PATH=/usr/bin:/bin"), timeout: 90 * time.Second}, argv...)
+	if r.code != 0 {
+		t.Fatalf("%s %v: exit %d\n%s%s", fx.fw.bin, args, r.code, r.stdout, r.stderr)
 	}
 }
 

@@ -179,21 +179,8 @@ func hookAs(t testing.TB, w *world, sock string, setpriv []string, command strin
 		setpriv = []string{"setpriv", fmt.Sprintf("--reuid=%d", w.asUser.Uid), fmt.Sprintf("--regid=%d", w.asUser.Gid), "--clear-groups", "--"}
 	}
 	argv := append(append([]string{}, setpriv...), binPath(t, "mitrity-hook"), "claude")
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = w.ws
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + w.dir, "MITRITY_ADMISSION_SOCKET=" + sock}
-	cmd.Stdin = strings.NewReader(claudePayload(w.ws, command))
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return result{out.String(), errb.String(), code}
+	env := []string{"PATH=/usr/bin:/bin", "HOME=" + w.dir, "MITRITY_ADMISSION_SOCKET=" + sock}
+	return runAs(t, runSpec{dir: w.ws, env: env, stdin: claudePayload(w.ws, command)}, argv...)
 }
 
 // waitReady reads notify until READY=1 from pid, failing when the

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"errors"
 	"maps"
 	"os"
 	"path/filepath"
@@ -19,68 +18,46 @@ import (
 	"github.com/mitrity/mitrity/govern/yamlfile"
 )
 
-// Why a loader error is beyond any JSON Schema: the schema sees one file's
-// text, not the host, not one value against another elsewhere in the
-// file, and not what an address means.
-const (
-	onHost    = "what the host has: files, users, who runs the gateway"
-	crossRef  = "one value checked against another part of the file"
-	byMeaning = "what the value means, beyond its text"
-)
-
 // beyondSchema lists, by bad file and path, each refusal of the loader that
 // the gateway schema cannot make, and why. Every other refusal in
 // testdata/bad the schema must make too, at the same place; a refusal
 // listed here that the schema does make fails the test, so the list only
-// shrinks.
+// shrinks (schematest.BadCorpus).
 var beyondSchema = map[string]map[string]string{
-	"admission-owner-default-socket.yaml":  {"admission.owners[0]": onHost},
-	"admission-owner-other-user.yaml":      {"admission.owners[1]": onHost},
-	"admission-owners-two-users-root.yaml": {"admission.owners[0]": onHost, "admission.owners[1]": onHost, "admission.owners[2]": onHost},
-	"agent-settable-credential.yaml":       {"exec.env.agent_settable[0]": crossRef},
-	"cidr-host-bits.yaml":                  {"exec.egress.denied_cidrs[0]": byMeaning},
-	"cred-file-undefined.yaml":             {`exec.credentials.files["key.json"]`: crossRef},
-	"cred-undefined.yaml":                  {"exec.credentials.env.GITHUB_TOKEN": crossRef},
-	"credential-id-collision.yaml":         {"credentials.gh_token": crossRef},
-	"cwd-absent-dir.yaml":                  {"exec.default_cwd": onHost},
-	"cwd-not-dir.yaml":                     {"exec.default_cwd": onHost},
-	"policy-missing.yaml":                  {"policy": onHost},
-	"private-cidr-loopback.yaml":           {"exec.egress.allowed_private_cidrs[0]": byMeaning},
-	"private-cidr-public.yaml":             {"exec.egress.allowed_private_cidrs[1]": byMeaning},
-	"run-as-required-for-root.yaml":        {"exec.run_as": onHost},
-	"run-as-root.yaml":                     {"exec.run_as": onHost},
-	"run-as-unknown.yaml":                  {"exec.run_as": onHost},
-	"settings-missing.yaml":                {"exec.sandbox.settings_file": onHost},
-	"shell-directory.yaml":                 {"exec.shell": onHost},
-	"shell-missing.yaml":                   {"exec.shell": onHost},
-	"shell-not-executable.yaml":            {"exec.shell": onHost},
-	"upstream-credential-undefined.yaml":   {"upstreams.github.env.GITHUB_TOKEN": crossRef, "upstreams.api.headers.Authorization": crossRef},
-	"upstream-headers-bad.yaml":            {"upstreams.api.tls.ca_file": onHost},
-	"upstream-writable-roots.yaml":         {"upstreams.fs.writable_roots[1]": onHost, "upstreams.fs.writable_roots[2]": onHost},
+	"admission-owner-default-socket.yaml":  {"admission.owners[0]": schematest.OnHost},
+	"admission-owner-other-user.yaml":      {"admission.owners[1]": schematest.OnHost},
+	"admission-owners-two-users-root.yaml": {"admission.owners[0]": schematest.OnHost, "admission.owners[1]": schematest.OnHost, "admission.owners[2]": schematest.OnHost},
+	"agent-settable-credential.yaml":       {"exec.env.agent_settable[0]": schematest.CrossRef},
+	"cidr-host-bits.yaml":                  {"exec.egress.denied_cidrs[0]": schematest.ByMeaning},
+	"cred-file-undefined.yaml":             {`exec.credentials.files["key.json"]`: schematest.CrossRef},
+	"cred-undefined.yaml":                  {"exec.credentials.env.GITHUB_TOKEN": schematest.CrossRef},
+	"credential-id-collision.yaml":         {"credentials.gh_token": schematest.CrossRef},
+	"cwd-absent-dir.yaml":                  {"exec.default_cwd": schematest.OnHost},
+	"cwd-not-dir.yaml":                     {"exec.default_cwd": schematest.OnHost},
+	"policy-missing.yaml":                  {"policy": schematest.OnHost},
+	"private-cidr-loopback.yaml":           {"exec.egress.allowed_private_cidrs[0]": schematest.ByMeaning},
+	"private-cidr-public.yaml":             {"exec.egress.allowed_private_cidrs[1]": schematest.ByMeaning},
+	"run-as-required-for-root.yaml":        {"exec.run_as": schematest.OnHost},
+	"run-as-root.yaml":                     {"exec.run_as": schematest.OnHost},
+	"run-as-unknown.yaml":                  {"exec.run_as": schematest.OnHost},
+	"settings-missing.yaml":                {"exec.sandbox.settings_file": schematest.OnHost},
+	"shell-directory.yaml":                 {"exec.shell": schematest.OnHost},
+	"shell-missing.yaml":                   {"exec.shell": schematest.OnHost},
+	"shell-not-executable.yaml":            {"exec.shell": schematest.OnHost},
+	"upstream-credential-undefined.yaml":   {"upstreams.github.env.GITHUB_TOKEN": schematest.CrossRef, "upstreams.api.headers.Authorization": schematest.CrossRef},
+	"upstream-headers-bad.yaml":            {"upstreams.api.tls.ca_file": schematest.OnHost},
+	"upstream-writable-roots.yaml":         {"upstreams.fs.writable_roots[1]": schematest.OnHost, "upstreams.fs.writable_roots[2]": schematest.OnHost},
 }
 
-func gatewaySchema(t *testing.T) *schema.Validator {
-	t.Helper()
-	v, err := schema.Compile(schema.Gateway)
-	assert.NilError(t, err)
-	return v
-}
-
-// loaderErrors loads the file as TestBadConfigs does (a "# euid: 0" line
-// stages a root gateway) and returns its problems.
-func loaderErrors(t *testing.T, name string, data []byte) []yamlfile.FieldError {
-	t.Helper()
+// parseStaged loads the file as TestBadConfigs does (a "# euid: 0" line
+// stages a root gateway) and returns its error.
+func parseStaged(name string, data []byte) error {
 	l := fakeHost(stagedFiles)
 	if strings.Contains(string(data), "\n# euid: 0\n") || strings.HasPrefix(string(data), "# euid: 0\n") {
 		l = asRoot(l)
 	}
 	_, err := l.Parse(name, data)
-	if err == nil {
-		return nil
-	}
-	var errs *yamlfile.Errors
-	assert.Assert(t, errors.As(err, &errs), "%T: %v", err, err)
-	return errs.List
+	return err
 }
 
 // TestSchemaShape: the schema names every key of the wire struct the
@@ -88,7 +65,7 @@ func loaderErrors(t *testing.T, name string, data []byte) []yamlfile.FieldError 
 // description for editors.
 func TestSchemaShape(t *testing.T) {
 	t.Parallel()
-	assert.DeepEqual(t, gatewaySchema(t).Mismatches(reflect.TypeFor[wireConfig]()), []string(nil))
+	assert.DeepEqual(t, schematest.Compile(t, schema.Gateway).Mismatches(reflect.TypeFor[wireConfig]()), []string(nil))
 }
 
 // TestSchemaBadConfigs: every refusal of testdata/bad the schema can make,
@@ -96,39 +73,7 @@ func TestSchemaShape(t *testing.T) {
 // there; a file that is not one YAML document is the parser's to refuse.
 func TestSchemaBadConfigs(t *testing.T) {
 	t.Parallel()
-	v := gatewaySchema(t)
-	files, err := filepath.Glob("testdata/bad/*.yaml")
-	assert.NilError(t, err)
-	assert.Assert(t, len(files) >= 25)
-	refused := 0
-	for _, file := range files {
-		base := filepath.Base(file)
-		t.Run(base, func(t *testing.T) {
-			data, err := os.ReadFile(file)
-			assert.NilError(t, err)
-			loader := loaderErrors(t, file, data)
-			assert.Assert(t, len(loader) > 0, "the loader accepts %s", file)
-			problems, err := v.Validate(data)
-			if errors.Is(err, schema.ErrNotOneDocument) {
-				for _, fe := range loader {
-					assert.Check(t, is.Equal(fe.Path, ""), "%s: the loader found a value to refuse; the schema found no document", fe)
-				}
-				return
-			}
-			assert.NilError(t, err)
-			for _, d := range schematest.Agree(loader, problems, beyondSchema[base]) {
-				t.Error(d)
-			}
-			if len(problems) > 0 {
-				refused++
-			}
-		})
-	}
-	for base := range beyondSchema {
-		_, err := os.Stat(filepath.Join("testdata/bad", base))
-		assert.Check(t, err, "beyondSchema names %s", base)
-	}
-	t.Logf("%d of %d bad configs refused by the schema too", refused, len(files))
+	schematest.BadCorpus(t, schematest.Compile(t, schema.Gateway), "testdata/bad", 25, parseStaged, beyondSchema)
 }
 
 // TestSchemaGoodConfigs: the schema accepts every good config, the
@@ -136,7 +81,7 @@ func TestSchemaBadConfigs(t *testing.T) {
 // docs/. The good policy beside them is the policy schema's.
 func TestSchemaGoodConfigs(t *testing.T) {
 	t.Parallel()
-	gw, pol := gatewaySchema(t), compile(t, schema.Policy)
+	gw, pol := schematest.Compile(t, schema.Gateway), schematest.Compile(t, schema.Policy)
 	files, err := filepath.Glob("testdata/good/*.yaml")
 	assert.NilError(t, err)
 	for _, file := range files {
@@ -157,7 +102,7 @@ func TestSchemaGoodConfigs(t *testing.T) {
 	def := DefaultYAML()
 	problems, err := gw.Validate(def)
 	assert.NilError(t, err)
-	loader := loaderErrors(t, FileName, def)
+	loader := schematest.LoaderErrors(t, parseStaged(FileName, def))
 	assert.Assert(t, is.Len(loader, 1))
 	assert.DeepEqual(t, schematest.Agree(loader, problems, nil), []string(nil))
 	filled := strings.Replace(string(def), "\nexec:\n", "\nexec:\n  default_cwd: /srv/repo\n", 1)
@@ -178,13 +123,6 @@ func TestSchemaGoodConfigs(t *testing.T) {
 		assert.NilError(t, err, where)
 		assert.Check(t, is.Len(problems, 0), "%s: %v\n%s", where, problems, text)
 	}
-}
-
-func compile(t *testing.T, name string) *schema.Validator {
-	t.Helper()
-	v, err := schema.Compile(name)
-	assert.NilError(t, err)
-	return v
 }
 
 // docConfigs are the ```yaml blocks of docs/*.md that the loader decodes as

@@ -3,12 +3,10 @@
 package unixsock
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -32,23 +30,9 @@ func listen(path string, o Options) (net.Listener, error) {
 			return nil, fmt.Errorf("socket directory %s: %w", dir, err)
 		}
 	}
-	in := fmt.Sprintf("/proc/self/fd/%d/%s", dfd, base)
-	if c, err := net.DialTimeout("unix", in, time.Second); err == nil {
-		c.Close()
-		return nil, fmt.Errorf("socket %s: %w", path, ErrInUse)
-	}
-	if err := unix.Unlinkat(dfd, base, 0); err != nil && !errors.Is(err, unix.ENOENT) {
-		return nil, fmt.Errorf("socket %s: %w", path, err)
-	}
-	ln, err := net.Listen("unix", in)
+	ln, fail, err := bindAt(dfd, base, fmt.Sprintf("/proc/self/fd/%d/%s", dfd, base), path)
 	if err != nil {
-		return nil, fmt.Errorf("socket: %w", err)
-	}
-	ln.(*net.UnixListener).SetUnlinkOnClose(false) // its name is the fd path
-	fail := func(err error) (net.Listener, error) {
-		ln.Close()
-		unix.Unlinkat(dfd, base, 0)
-		return nil, fmt.Errorf("socket %s: %w", path, err)
+		return nil, err
 	}
 	// Only this process can change the directory's entries now, so these
 	// reach the socket just bound.

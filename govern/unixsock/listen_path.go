@@ -53,22 +53,9 @@ func listenByPath(path string, o Options) (net.Listener, error) {
 	if err := same(); err != nil {
 		return nil, fmt.Errorf("socket %s: %w", path, err)
 	}
-	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-		c.Close()
-		return nil, fmt.Errorf("socket %s: %w", path, ErrInUse)
-	}
-	if err := unix.Unlinkat(dfd, base, 0); err != nil && !errors.Is(err, unix.ENOENT) {
-		return nil, fmt.Errorf("socket %s: %w", path, err)
-	}
-	ln, err := net.Listen("unix", path)
+	ln, fail, err := bindAt(dfd, base, path, path)
 	if err != nil {
-		return nil, fmt.Errorf("socket: %w", err)
-	}
-	ln.(*net.UnixListener).SetUnlinkOnClose(false) // Close and Shutdown remove it, as on Linux
-	fail := func(err error) (net.Listener, error) {
-		ln.Close()
-		unix.Unlinkat(dfd, base, 0)
-		return nil, fmt.Errorf("socket %s: %w", path, err)
+		return nil, err
 	}
 	if err := same(); err != nil {
 		return fail(err)
@@ -84,4 +71,33 @@ func listenByPath(path string, o Options) (net.Listener, error) {
 		return fail(err)
 	}
 	return ln, nil
+}
+
+// bindAt makes the socket base in the directory dfd, binding it by the name
+// addr (its path, or on Linux base under the directory's /proc/self/fd
+// entry): it refuses a socket a process still answers on (ErrInUse),
+// removes a stale entry, and listens. fail undoes it for a check that
+// comes after: it closes the listener, removes the entry, and returns err
+// as the socket's.
+func bindAt(dfd int, base, addr, path string) (ln net.Listener, fail func(error) (net.Listener, error), err error) {
+	if c, err := net.DialTimeout("unix", addr, time.Second); err == nil {
+		c.Close()
+		return nil, nil, fmt.Errorf("socket %s: %w", path, ErrInUse)
+	}
+	if err := unix.Unlinkat(dfd, base, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+		return nil, nil, fmt.Errorf("socket %s: %w", path, err)
+	}
+	ln, err = net.Listen("unix", addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("socket: %w", err)
+	}
+	// Close and Shutdown remove the socket by its path (on Linux the name
+	// bound is the fd path, gone with dfd).
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	fail = func(err error) (net.Listener, error) {
+		ln.Close()
+		unix.Unlinkat(dfd, base, 0)
+		return nil, fmt.Errorf("socket %s: %w", path, err)
+	}
+	return ln, fail, nil
 }
