@@ -22,8 +22,8 @@ import (
 // holds one child per running execution.
 const cgroupV1Parent = "mitrity"
 
-// cgroupV2Prefix names the per-execution children of the caller's own,
-// delegated, cgroup v2.
+// cgroupV2Prefix names the per-execution children of the caller's
+// delegated cgroup v2 (its own, or the one its gateway's leaf is in).
 const cgroupV2Prefix = "mitrity-"
 
 // execCgroup is one execution's cgroup: created before bubblewrap starts,
@@ -43,15 +43,16 @@ type execCgroup struct {
 // cgroupPlan is what newCgroup can do on this host, or why not.
 type cgroupPlan struct {
 	version int
-	v2dir   string // the caller's own cgroup v2 directory
+	v2dir   string // where run cgroups are made: the caller's own cgroup v2, or its leaf's parent
 	mounts  map[string]string
 	reason  string // empty when usable
 }
 
 // planCgroup finds where a per-execution cgroup for memory and/or pids can
-// be created: a delegated cgroup v2 subtree (the caller's own cgroup, its
-// subtree_control already enabling the controllers, writable), else the v1
-// hierarchies when root. It creates nothing.
+// be created: a delegated cgroup v2 subtree (the caller's own cgroup, or
+// the parent of the gateway's leaf when the caller is in it, see
+// DelegateCgroup; its subtree_control already enabling the controllers,
+// writable), else the v1 hierarchies when root. It creates nothing.
 func planCgroup(memory, pids bool) cgroupPlan {
 	var want []string
 	if memory {
@@ -61,12 +62,12 @@ func planCgroup(memory, pids bool) cgroupPlan {
 		want = append(want, "pids")
 	}
 	v2reason := ""
-	if dir, err := ownCgroupV2Dir(); err == nil {
-		if r := v2Delegated(dir, want); r == "" {
+	if own, err := ownCgroupV2Dir(); err == nil {
+		dir, r := v2Dir(own, want)
+		if r == "" {
 			return cgroupPlan{version: 2, v2dir: dir}
-		} else {
-			v2reason = r
 		}
+		v2reason = r
 	} else {
 		v2reason = err.Error()
 	}

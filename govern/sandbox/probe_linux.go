@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -23,6 +24,9 @@ import (
 func Probe(ctx context.Context, opts ...Option) ProbeReport {
 	o := collect(opts)
 	var r ProbeReport
+	// Before any child: one still exiting (bubblewrap's, reparented) would
+	// count as another process in this cgroup.
+	cg := cgroupCheck()
 	bw := Check{Name: CheckBubblewrap}
 	path, err := findBwrap("")
 	if err == nil {
@@ -72,19 +76,36 @@ func Probe(ctx context.Context, opts ...Option) ProbeReport {
 	}
 	r.Checks = append(r.Checks, sc)
 
-	cg := Check{Name: CheckCgroups}
-	switch p := planCgroup(true, true); p.version {
-	case 2:
-		cg.OK, cg.Detail = true, "cgroup v2, delegated: "+p.v2dir
-	case 1:
-		cg.OK, cg.Detail = true, "cgroup v1 as root: memory and pids under <controller>/"+cgroupV1Parent
-	default:
-		cg.Reason = p.reason
-		cg.Remedy = "run the gateway under systemd with Delegate=yes (cgroup v2), or as root on cgroup v1; until then memory is bounded per process (RLIMIT_AS) and the process count by RLIMIT_NPROC (not for uid 0)"
-	}
 	r.Checks = append(r.Checks, cg)
 	r.FullStrength = bw.OK && us.OK && sc.OK
 	return r
+}
+
+// cgroupCheck says how run limits (memory, pids) would be held from this
+// process: cgroup v2 delegated, cgroup v1 as root, or rlimits; and, for the
+// last, what a serving gateway in this cgroup would do (DelegateCgroup).
+func cgroupCheck() Check {
+	cg := Check{Name: CheckCgroups}
+	switch p := planCgroup(true, true); p.version {
+	case 2:
+		cg.OK, cg.Detail = true, "run limits by cgroup v2, delegated: run cgroups under "+p.v2dir
+		if own, err := ownCgroupV2Dir(); err == nil && filepath.Base(own) == gatewayLeaf {
+			cg.Detail += ", beside the gateway's leaf " + gatewayLeaf
+		}
+	case 1:
+		cg.OK, cg.Detail = true, "run limits by cgroup v1 as root: memory and pids under <controller>/"+cgroupV1Parent
+	default:
+		cg.Reason = "run limits by rlimit: " + p.reason
+		if own, err := ownCgroupV2Dir(); err == nil {
+			if d, _, move := delegationPlan(own, runControllers); move {
+				cg.Reason += "; serving, the gateway " + d.Detail + " (run limits by cgroup v2, delegated)"
+			} else {
+				cg.Reason += "; serving, the gateway would not delegate its cgroup: " + strings.TrimPrefix(d.Detail, "not delegating: ")
+			}
+		}
+		cg.Remedy = "run the gateway under systemd with Delegate=yes (cgroup v2: serving, it moves itself into the leaf " + gatewayLeaf + " of its cgroup and enables memory and pids for run cgroups beside it), or as root on cgroup v1; until then memory is bounded per process (RLIMIT_AS) and the process count by RLIMIT_NPROC (not for uid 0)"
+	}
+	return cg
 }
 
 // tryUserns runs `true` under bubblewrap with the namespaces a run uses,

@@ -179,6 +179,9 @@ func Serve(c *cli.Context, o Options) error {
 	if err != nil {
 		return cli.Exit(err.Error(), 126)
 	}
+	// Before the service starts any process (the probe, upstreams, runs):
+	// a child left in the delegated cgroup would keep it from delegating.
+	delegateCgroup(logger)
 	svc, err := service.Open(cfg, logger, FlagFiles(c)...)
 	if err != nil {
 		return cli.Exit(o.prefix()+err.Error(), 126)
@@ -263,6 +266,16 @@ func Serve(c *cli.Context, o Options) error {
 		return cli.Exit(o.prefix()+err.Error(), 1)
 	}
 	return nil
+}
+
+// delegateCgroup readies a delegated cgroup v2 (systemd Delegate=yes) for
+// the runs' memory and pids cgroups, and logs what it did; whatever the
+// outcome, serving goes on (runs fall back to cgroup v1 or rlimits, and
+// each says so).
+func delegateCgroup(logger zerolog.Logger) {
+	d := sandbox.DelegateCgroup()
+	logger.Info().Bool("delegated", d.Delegated).Bool("moved", d.Moved).Str("cgroup", d.Dir).Str("leaf", d.Leaf).
+		Strs("controllers", d.Controllers).Str("detail", d.Detail).Msg("run cgroups")
 }
 
 // startUpstreams connects the upstream servers and serves their tools.
