@@ -107,7 +107,7 @@ test:
 # in testdata/fuzz/<target>/ for the next run to replay; scripts/fuzz says
 # which one failure (a Go 1.26 coordinator race) it retries once.
 FUZZTIME ?= 10s
-FUZZ_TARGETS := govern/mcpserver:FuzzStdioFraming govern/mcpserver:FuzzHTTPEndpoint \
+FUZZ_TARGETS := govern/mcpserver:FuzzStdioFraming govern/mcpserver:FuzzCheckMessage govern/mcpserver:FuzzHTTPEndpoint \
 	admission:FuzzAdmitRequest admission:FuzzRedeemRequest \
 	govern/shell:FuzzAnalyze govern/shell:FuzzAnalyzeCredentials govern/config:FuzzLoad \
 	govern/policy:FuzzParse hook/framework:FuzzParse govern/secretscan:FuzzFeed \

@@ -3,6 +3,7 @@ package audit
 import (
 	"errors"
 	"fmt"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -13,7 +14,9 @@ import (
 // (fallocate with FALLOC_FL_KEEP_SIZE, so the size and every reader are
 // unchanged), so the event written after the call finds room on a disk
 // that fills meanwhile. A filesystem without fallocate only gets the
-// other checks. An error means the call must not run.
+// other checks. An error means the call must not run. Room is set aside
+// reserveChunk (or four times n) at a time, so most calls find it already
+// there; on a disk too full for that, just n.
 func (w *Writer) Reserve(n int64) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -30,7 +33,18 @@ func (w *Writer) Reserve(n int64) error {
 	if err != nil {
 		return fmt.Errorf("audit log %s: %w", w.path, err)
 	}
-	err = unix.Fallocate(int(w.f.Fd()), unix.FALLOC_FL_KEEP_SIZE, fi.Size(), n)
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Blocks*512 >= fi.Size()+n {
+		// The blocks an earlier Reserve set aside are still there (a
+		// truncation, by copytruncate say, would have freed them).
+		return nil
+	}
+	chunk := max(4*n, reserveChunk)
+	err = unix.Fallocate(int(w.f.Fd()), unix.FALLOC_FL_KEEP_SIZE, fi.Size(), chunk)
+	if errors.Is(err, unix.ENOSPC) && chunk > n {
+		// Nearly full: the one event still fits.
+		chunk = n
+		err = unix.Fallocate(int(w.f.Fd()), unix.FALLOC_FL_KEEP_SIZE, fi.Size(), chunk)
+	}
 	switch {
 	case err == nil:
 	case errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.ENOSYS):
@@ -39,3 +53,7 @@ func (w *Writer) Reserve(n int64) error {
 	}
 	return nil
 }
+
+// reserveChunk is the least Reserve sets aside past the file's end: at
+// about a kilobyte an event, one fallocate serves hundreds of calls.
+const reserveChunk = 1 << 20

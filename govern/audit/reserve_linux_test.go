@@ -172,3 +172,29 @@ func TestReserveRefusesAFullDisk(t *testing.T) {
 	// What was reserved takes the event.
 	assert.NilError(t, w.Write(must(testBuilder().BuildUpstream(upstreamCallRecord(), completedCard(), nil))))
 }
+
+// TestReserveAfterCopytruncate: room set aside once serves later calls
+// (their Reserve allocates nothing), and a log truncated in place
+// (logrotate's copytruncate frees its blocks) gets its room set aside
+// again rather than being taken for one that still has it.
+func TestReserveAfterCopytruncate(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	w, err := OpenWriter(path)
+	assert.NilError(t, err)
+	defer w.Close()
+	allocated := func() int64 {
+		fi, err := os.Stat(path)
+		assert.NilError(t, err)
+		return fi.Sys().(*syscall.Stat_t).Blocks * 512
+	}
+	assert.NilError(t, w.Reserve(eventRoom))
+	if allocated() < eventRoom {
+		t.Skip("the filesystem has no fallocate")
+	}
+	assert.Check(t, allocated() >= reserveChunk, "a chunk is set aside, not one event's room")
+	assert.NilError(t, os.Truncate(path, 0))
+	assert.Equal(t, allocated(), int64(0))
+	assert.NilError(t, w.Reserve(eventRoom))
+	assert.Check(t, allocated() >= eventRoom, "the room is set aside again after the truncation")
+}

@@ -152,15 +152,28 @@ func (e *Executor) Run(ctx context.Context, p *plan.Plan, mode govern.SandboxMod
 // way, with stdin read from in as it arrives: its stdin and stdout are
 // its protocol. It takes no max_concurrent slot (that bounds the agent's
 // commands) and returns when the program ends or ctx is cancelled.
+//
+// Pipes (*os.File) for in and stdout are handed to the program as they
+// are, with no copy between: a message to an upstream and its answer
+// cross no goroutine of this process but the SDK's.
 func (e *Executor) Serve(ctx context.Context, p *plan.Plan, mode govern.SandboxMode, creds map[string]string, in io.Reader, stdout, stderr io.Writer) Result {
-	return e.run(ctx, p, mode, creds, runIO{stdin: in, stdout: stdout, stderr: stderr})
+	rio := runIO{stdin: in, stdout: stdout, stderr: stderr}
+	if f, ok := in.(*os.File); ok && f != nil {
+		rio.stdinFile = f
+	}
+	if f, ok := stdout.(*os.File); ok && f != nil {
+		rio.stdoutFile = f
+	}
+	return e.run(ctx, p, mode, creds, rio)
 }
 
 // runIO are a run's streams: stdin, when set, is read as it arrives
-// (else the plan's bytes are the whole of it).
+// (else the plan's bytes are the whole of it). Only Serve sets the files:
+// the program's own stdin and stdout, not copied.
 type runIO struct {
-	stdin          io.Reader
-	stdout, stderr io.Writer
+	stdin                 io.Reader
+	stdout, stderr        io.Writer
+	stdinFile, stdoutFile *os.File
 }
 
 func (e *Executor) run(ctx context.Context, p *plan.Plan, mode govern.SandboxMode, creds map[string]string, rio runIO) (res Result) {
@@ -329,7 +342,7 @@ func argv(p *plan.Plan) []string {
 
 func (e *Executor) start(ctx context.Context, p *plan.Plan, env []string, r Result, rio runIO) Result {
 	stdout, stderr := rio.stdout, rio.stderr
-	st, err := newStreams()
+	st, err := newStreams(rio.stdoutFile)
 	if err != nil {
 		r.Status, r.Reason, r.Message = govern.StatusFailedToStart, govern.ReasonSpawnError, err.Error()
 		return r

@@ -70,13 +70,15 @@ func (e *Executor) runSandboxed(ctx context.Context, p *plan.Plan, creds map[str
 		spec.ProxySocket = socket
 	}
 
-	st, err := newStreams()
+	st, err := newStreams(rio.stdoutFile)
 	if err != nil {
 		r.Status, r.Reason, r.Message = govern.StatusFailedToStart, govern.ReasonSpawnError, err.Error()
 		return r
 	}
 	stdio := sandbox.Stdio{Stdout: st.outW, Stderr: st.errW}
-	if in := p.Stdin(); in != nil || rio.stdin != nil {
+	if rio.stdinFile != nil {
+		stdio.Stdin = rio.stdinFile // Serve's protocol pipe, read by the program itself
+	} else if in := p.Stdin(); in != nil || rio.stdin != nil {
 		inR, inW, err := os.Pipe()
 		if err == nil {
 			stdio.Stdin = inR

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"bufio"
 	"encoding/json"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"io"
 	"net"
 	"net/http"
@@ -112,23 +113,19 @@ func TestPeerUID(t *testing.T) {
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
-// TestResponseID: the in-flight key of what the SDK writes: a response's
-// id, never a request's, and numbers as the SDK holds them.
+// TestResponseID: the in-flight key of a request's id (idKey, from the
+// line) is the key of the SDK's response to it (responseKey, from the id
+// the SDK decoded and answers under), numbers as the SDK holds them.
 func TestResponseID(t *testing.T) {
-	for msg, want := range map[string]string{
-		`{"jsonrpc":"2.0","id":7,"result":{}}`:                         "n:7",
-		`{"jsonrpc":"2.0","id":"7","error":{"code":1,"message":"x"}}`:  "s:7",
-		`{"jsonrpc":"2.0","result":{"big":[1,2,3]},"id":1e1}`:          "n:10",
-		`{"jsonrpc":"2.0","id":3,"method":"ping"}`:                     "",
-		`{"jsonrpc":"2.0","method":"notifications/progress"}`:          "",
-		`[{"jsonrpc":"2.0","id":7,"result":{}}]`:                       "",
-		`{"jsonrpc":"2.0","id":1.5,"result":{}}`:                       "",
-		`{"jsonrpc":"2.0","id":null,"error":{"code":1,"message":"x"}}`: "",
-	} {
-		got, ok := responseID([]byte(msg))
-		assert.Equal(t, got, want, msg)
-		assert.Equal(t, ok, want != "", msg)
+	for _, raw := range []string{`7`, `"7"`, `1e1`, `10`, `-0`, `1.0`, `"\u0041"`, `9007199254740991`, `""`} {
+		m, err := jsonrpc.DecodeMessage([]byte(`{"jsonrpc":"2.0","id":` + raw + `,"method":"ping"}`))
+		assert.NilError(t, err, raw)
+		got, ok := responseKey(m.(*jsonrpc.Request).ID)
+		assert.Assert(t, ok, raw)
+		assert.Equal(t, got, idKey(json.RawMessage(raw)), raw)
 	}
+	_, ok := responseKey(jsonrpc.ID{})
+	assert.Assert(t, !ok, "a response without an id ends no request")
 	for raw, key := range map[string]string{`1`: "n:1", `1.0`: "n:1", `-0`: "n:0", `"1"`: "s:1", `"\u0041"`: "s:A"} {
 		assert.Assert(t, validID(json.RawMessage(raw)), raw)
 		assert.Equal(t, idKey(json.RawMessage(raw)), key, raw)

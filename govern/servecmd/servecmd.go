@@ -144,6 +144,7 @@ func Serve(c *cli.Context, o Options) error {
 		return cli.Exit(o.prefix()+fmt.Sprintf("--stdio and --%s are exclusive", listen), 2)
 	}
 	logger := cliapp.Logger(c)
+	tuneGC()
 	addr := c.String(listen)
 	var tokens mcpserver.Tokens
 	if c.IsSet(listen) {

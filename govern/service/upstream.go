@@ -619,14 +619,26 @@ func (s *Service) stdioDialer(u config.Upstream) upstream.Dialer {
 			// does not start.
 			return nil, err
 		}
-		inR, inW := io.Pipe()
-		outR, outW := io.Pipe()
+		// OS pipes, handed to the server as its stdin and stdout: no copy
+		// in this process between the SDK and the server. Once the server
+		// has ended, closing this process's ends gives the SDK EOF on
+		// reads and EPIPE on writes.
+		inR, inW, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		outR, outW, err := os.Pipe()
+		if err != nil {
+			inR.Close()
+			inW.Close()
+			return nil, err
+		}
 		logw := &lineLog{s: s, server: u.Name}
 		go func() {
 			res := srv.Serve(ctx, p, mode, secretMap(secrets), inR, outW, logw)
 			logw.flush()
-			outW.CloseWithError(io.EOF)
-			inR.CloseWithError(io.ErrClosedPipe)
+			outW.Close()
+			inR.Close()
 			ev := s.log.Info()
 			if ctx.Err() == nil {
 				ev = s.log.Warn()
