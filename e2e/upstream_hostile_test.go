@@ -159,6 +159,9 @@ type hostileOpts struct {
 	timeout int
 	// entry are more lines of the upstream's entry (4 spaces in).
 	entry string
+	// wrap, when set, is a /bin/sh -c script that starts the server
+	// (as "$0" "$@").
+	wrap string
 	// unlisted: the agent is shown none of the upstream's tools (it holds
 	// no grant for the credential the upstream uses), so the start does
 	// not wait for them; the gateway's own log says when it is connected.
@@ -206,7 +209,7 @@ func startHostile(t *testing.T, asUser bool, o hostileOpts) *hgw {
 	must(t, err)
 	// The admission socket is off: parallel gateways share the test user.
 	s := string(cfg) + "admission:\n  enabled: false\nupstreams:\n  hostile:\n" +
-		"    command: [" + bin + ", --state, " + state + "]\n" +
+		"    command: [" + wrapped(o.wrap, bin, "--state", state) + "]\n" +
 		"    env: {" + strings.Join(env, ", ") + "}\n" +
 		"    writable_roots: [" + state + "]\n" +
 		"    call_timeout_seconds: " + strconv.Itoa(o.timeout) + "\n" + o.entry
@@ -516,6 +519,7 @@ func TestUpstreamHostile(t *testing.T) {
 			{"profile-knobs", hostileKnobs},
 			{"credential-not-granted", hostileNoGrant},
 			{"unsandboxed-control", hostileUnsandboxed},
+			{"orphan-holds-pipes", hostileOrphanHoldsPipes},
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				t.Parallel()
@@ -523,6 +527,45 @@ func TestUpstreamHostile(t *testing.T) {
 			})
 		}
 	})
+}
+
+// wrapped is the entry's command: argv, or a sh -c script starting it.
+func wrapped(script string, argv ...string) string {
+	if script != "" {
+		argv = append([]string{"/bin/sh", "-c", strconv.Quote(script)}, argv...)
+	}
+	return strings.Join(argv, ", ")
+}
+
+// hostileOrphanHoldsPipes: without the kernel sandbox a process the
+// server leaves behind in a session of its own escapes the kill and keeps
+// the server's stdin and stdout open. Its crash must still end the call in
+// flight and restart the server (the gateway's own pipe ends close a
+// second after the server has gone), not leave the upstream hanging.
+func hostileOrphanHoldsPipes(t *testing.T, asUser bool) {
+	tag := fmt.Sprintf("600.%d", time.Now().UnixNano()%1000000)
+	t.Cleanup(func() { exec.Command("pkill", "-f", "sleep "+tag).Run() })
+	g := startHostile(t, asUser, hostileOpts{policy: hostilePolicy, timeout: 30, entry: "    sandbox: none\n",
+		wrap: `setsid sleep ` + tag + ` & exec "$0" "$@"`})
+	started := g.markerInode(t, "started")
+	start := time.Now()
+	res := g.mustCall(t, "hostile__crash", nil)
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the crash was answered after %v", d)
+	}
+	hostileRefused(t, "crash with an orphan holding the pipes", res, "upstream_unavailable")
+	if exec.Command("pgrep", "-f", "sleep "+tag).Run() != nil {
+		t.Fatal("the orphan is not running: the case shows nothing")
+	}
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		r, err := g.call("hostile__echo", map[string]any{"text": "back"})
+		if err == nil && !r.IsError && hostileText(r) == "echo: back\n" && g.markerInode(t, "started") != started {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the upstream is not back 15 s after its crash: %v %s", err, hostileJSON(r))
+		}
+	}
 }
 
 // hostileShared runs the cases that leave the upstream up, one after the

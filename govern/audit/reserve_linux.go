@@ -33,20 +33,23 @@ func (w *Writer) Reserve(n int64) error {
 	if err != nil {
 		return fmt.Errorf("audit log %s: %w", w.path, err)
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Blocks*512 >= fi.Size()+n {
-		// The blocks an earlier Reserve set aside are still there (a
-		// truncation, by copytruncate say, would have freed them).
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && fi.Size()+n <= w.reservedTo && st.Blocks*512 >= fi.Size()+n {
+		// Within what an earlier Reserve set aside, and its blocks are
+		// still there (a truncation, by copytruncate say, frees them;
+		// the blocks alone are not enough: XFS counts speculative
+		// preallocation it takes back when the disk fills).
 		return nil
 	}
 	chunk := max(4*n, reserveChunk)
 	err = unix.Fallocate(int(w.f.Fd()), unix.FALLOC_FL_KEEP_SIZE, fi.Size(), chunk)
-	if errors.Is(err, unix.ENOSPC) && chunk > n {
+	if (errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT)) && chunk > n {
 		// Nearly full: the one event still fits.
 		chunk = n
 		err = unix.Fallocate(int(w.f.Fd()), unix.FALLOC_FL_KEEP_SIZE, fi.Size(), chunk)
 	}
 	switch {
 	case err == nil:
+		w.reservedTo = fi.Size() + chunk
 	case errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.ENOSYS):
 	default:
 		return fmt.Errorf("audit log %s: reserving room for the next event: %w", w.path, err)

@@ -42,12 +42,14 @@ type Writer struct {
 	// (its cause, and the error when the new file could not be opened).
 	OnReopen func(cause ReopenCause, err error)
 
-	mu     sync.Mutex
-	f      *os.File
-	dev    uint64 // the open file's device and inode
-	ino    uint64
-	torn   bool // the last write may have left a partial line
-	closed bool
+	mu   sync.Mutex
+	f    *os.File
+	dev  uint64 // the open file's device and inode
+	ino  uint64
+	torn bool // the last write may have left a partial line
+	// reservedTo is where the room Reserve last set aside in f ends.
+	reservedTo int64
+	closed     bool
 
 	// Append's flusher: pending says lines were appended since the last
 	// fsync; kick wakes the flusher; syncing counts fsyncs in flight
@@ -134,7 +136,7 @@ func (w *Writer) open() error {
 		}
 		w.f.Close()
 	}
-	w.f, w.torn = f, false
+	w.f, w.torn, w.reservedTo = f, false, 0
 	w.dev, w.ino = fileID(fi)
 	return nil
 }

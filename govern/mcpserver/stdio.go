@@ -222,6 +222,12 @@ func checkMessage(line []byte) verdict {
 	case hasID && !idOK:
 		return invalid(nullID, "the id must be a string or an integer, not %s", clip(string(id)))
 	}
+	if _, ok := members["result"]; ok {
+		return invalid(answerID, `a request has no "result" (a response has no "method")`)
+	}
+	if _, ok := members["error"]; ok {
+		return invalid(answerID, `a request has no "error" (a response has no "method")`)
+	}
 	var method string
 	if err := json.Unmarshal(members["method"], &method); err != nil {
 		return invalid(answerID, "the method must be a string, not %s", clip(string(members["method"])))

@@ -29,6 +29,8 @@ func FuzzCheckMessage(f *testing.F) {
 		`{"jsonrpc":"2.0","id":9007199254740991,"method":"ping"}`,
 		` {"jsonrpc":"2.0","id":2,"method":"ping","params":{ "a" : 1 }} ` + "\r",
 		`{"jsonrpc":"2.0","id":3,"method":"x","params":{"s":"\xff"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"ping","error":5}`,
+		`{"jsonrpc":"2.0","id":1,"method":"ping","result":{},"error":{"code":"x"}}`,
 		`{"jsonrpc":"2.0","id":4,"method":"x","params":` + strings.Repeat("[", 1001) + strings.Repeat("]", 1001) + `}`,
 		`{"jsonrpc":"2.0","id":5,"method":"x","params":{"a":"` + strings.Repeat("{", 1200) + `"}}`,
 	} {

@@ -639,6 +639,15 @@ func (s *Service) stdioDialer(u config.Upstream) upstream.Dialer {
 			logw.flush()
 			outW.Close()
 			inR.Close()
+			// A process the server left behind (possible without the
+			// kernel sandbox: one that called setsid escapes the kill)
+			// may still hold the pipes, and then the SDK would never
+			// read EOF: once the last answers have had a second to be
+			// read, this process's own ends close too.
+			time.AfterFunc(time.Second, func() {
+				outR.Close()
+				inW.Close()
+			})
 			ev := s.log.Info()
 			if ctx.Err() == nil {
 				ev = s.log.Warn()
