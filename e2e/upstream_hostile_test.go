@@ -544,7 +544,11 @@ func wrapped(script string, argv ...string) string {
 // second after the server has gone), not leave the upstream hanging.
 func hostileOrphanHoldsPipes(t *testing.T, asUser bool) {
 	tag := fmt.Sprintf("600.%d", time.Now().UnixNano()%1000000)
-	t.Cleanup(func() { exec.Command("pkill", "-f", "sleep "+tag).Run() })
+	t.Cleanup(func() {
+		for _, pid := range procsWithArgv("sleep", tag) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
 	g := startHostile(t, asUser, hostileOpts{policy: hostilePolicy, timeout: 30, entry: "    sandbox: none\n",
 		wrap: `setsid sleep ` + tag + ` & exec "$0" "$@"`})
 	started := g.markerInode(t, "started")
@@ -554,7 +558,7 @@ func hostileOrphanHoldsPipes(t *testing.T, asUser bool) {
 		t.Errorf("the crash was answered after %v", d)
 	}
 	hostileRefused(t, "crash with an orphan holding the pipes", res, "upstream_unavailable")
-	if exec.Command("pgrep", "-f", "sleep "+tag).Run() != nil {
+	if len(procsWithArgv("sleep", tag)) == 0 {
 		t.Fatal("the orphan is not running: the case shows nothing")
 	}
 	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
@@ -566,6 +570,23 @@ func hostileOrphanHoldsPipes(t *testing.T, asUser bool) {
 			t.Fatalf("the upstream is not back 15 s after its crash: %v %s", err, hostileJSON(r))
 		}
 	}
+}
+
+// procsWithArgv lists the host's processes whose argv is exactly argv.
+func procsWithArgv(argv ...string) []int {
+	want := strings.Join(argv, "\x00") + "\x00"
+	var pids []int
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		if b, err := os.ReadFile("/proc/" + d.Name() + "/cmdline"); err == nil && string(b) == want {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // hostileShared runs the cases that leave the upstream up, one after the
