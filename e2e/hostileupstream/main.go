@@ -76,6 +76,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mitrity/mitrity/e2e/internal/polled"
 )
 
 func main() {
@@ -110,9 +112,10 @@ func run(listen string, stateless bool, st *stateDir, log *slog.Logger) error {
 		// lets us hand it a writer whose lock garbage shares, so a garbage
 		// line never lands in the middle of a protocol message (the SDK
 		// writes each message with one Write call).
-		out := &lockedWriter{w: os.Stdout}
+		stdin, stdout := polled.Stdio()
+		out := &lockedWriter{w: stdout}
 		h := newHostile(st, log, out)
-		err := h.server.Run(ctx, &mcp.IOTransport{Reader: os.Stdin, Writer: out})
+		err := h.server.Run(ctx, &mcp.IOTransport{Reader: stdin, Writer: out})
 		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 			return err
 		}

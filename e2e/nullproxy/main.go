@@ -12,6 +12,8 @@ import (
 	"os/exec"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mitrity/mitrity/e2e/internal/polled"
 )
 
 func main() {
@@ -34,7 +36,8 @@ func main() {
 			return up.CallTool(ctx, &mcp.CallToolParams{Name: req.Params.Name, Arguments: req.Params.Arguments})
 		})
 	}
-	err = srv.Run(ctx, &mcp.StdioTransport{})
+	stdin, stdout := polled.Stdio()
+	err = srv.Run(ctx, &mcp.IOTransport{Reader: stdin, Writer: stdout})
 	up.Close() // waits for the server to exit
 	if err != nil {
 		log.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/mitrity/mitrity/govern"
+	"github.com/mitrity/mitrity/govern/pollfd"
 )
 
 // The client half of mitrity-egressproxy: the gateway's side of the
@@ -333,6 +334,7 @@ func (px *Process) launch(died func()) {
 	}()
 	px.readOutput()
 	<-logged
+	pollfd.AwaitExit(px.cmd.Process) // not in waitid(2): see pollfd
 	px.waitErr = px.cmd.Wait()
 	close(px.exited)
 	died()

@@ -24,6 +24,7 @@ import (
 	"github.com/mitrity/mitrity/govern"
 	"github.com/mitrity/mitrity/govern/egress"
 	"github.com/mitrity/mitrity/govern/plan"
+	"github.com/mitrity/mitrity/govern/pollfd"
 	"github.com/mitrity/mitrity/govern/sandbox"
 )
 
@@ -374,7 +375,10 @@ func (e *Executor) start(ctx context.Context, p *plan.Plan, env []string, r Resu
 	pgid := cmd.Process.Pid
 
 	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
+	go func() {
+		pollfd.AwaitExit(cmd.Process) // not in waitid(2): see pollfd
+		waited <- cmd.Wait()
+	}()
 
 	timer := time.NewTimer(p.Timeout())
 	defer timer.Stop()

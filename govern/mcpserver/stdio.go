@@ -9,19 +9,24 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strconv"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
+
+	"github.com/mitrity/mitrity/govern/pollfd"
 )
 
 // StdioTransport is the process's own stdin and stdout, behind a
-// StdioGuard: newline-delimited JSON-RPC (logs must go to stderr).
+// StdioGuard: newline-delimited JSON-RPC (logs must go to stderr). Pipes
+// and sockets are read and written through the runtime's poller
+// (pollfd.Stdin): a read of an idle stdin blocked in read(2) can hold up
+// a garbage collection's stop-the-world, and the whole gateway with it,
+// until the agent's next message.
 func StdioTransport(log zerolog.Logger) mcp.Transport {
-	return &StdioGuard{In: os.Stdin, Out: os.Stdout, Log: log}
+	return &StdioGuard{In: pollfd.Stdin(), Out: pollfd.Stdout(), Log: log}
 }
 
 // DefaultMaxLineBytes bounds one stdio message, as the SDK's own stdio

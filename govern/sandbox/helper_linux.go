@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mitrity/mitrity/govern"
+	"github.com/mitrity/mitrity/govern/pollfd"
 )
 
 // helperEnv are the gateway's variables the helper needs to find what the
@@ -109,7 +110,10 @@ func spawn(ctx context.Context, helper string, s *Spec, stdio Stdio) Result {
 		answer <- b
 	}()
 	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
+	go func() {
+		pollfd.AwaitExit(cmd.Process) // not in waitid(2): see pollfd
+		waited <- cmd.Wait()
+	}()
 	var waitErr error
 	select {
 	case waitErr = <-waited:

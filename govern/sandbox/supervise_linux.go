@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/mitrity/mitrity/govern"
+	"github.com/mitrity/mitrity/govern/pollfd"
 	"github.com/mitrity/mitrity/govern/sandbox/initproc"
 	"github.com/mitrity/mitrity/govern/secretscan"
 )
@@ -209,7 +210,10 @@ func (e *execution) start(ctx context.Context, l Layout) (Result, bool) {
 	e.childOnly = nil
 
 	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
+	go func() {
+		pollfd.AwaitExit(cmd.Process) // not in waitid(2): see pollfd
+		waited <- cmd.Wait()
+	}()
 	errText := make(chan string, 1)
 	go func() { errText <- readCapped(errR, 16<<10) }()
 	statuses := make(chan []initproc.Status, 1)

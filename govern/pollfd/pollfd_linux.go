@@ -1,0 +1,65 @@
+package pollfd
+
+import (
+	"os"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+var (
+	stdin  = sync.OnceValue(func() *os.File { return pollable(os.Stdin, 0, "/dev/stdin") })
+	stdout = sync.OnceValue(func() *os.File { return pollable(os.Stdout, 1, "/dev/stdout") })
+)
+
+// Stdin is the process's standard input, polled when it is a pipe or a
+// socket (then os.Stdin must no longer be read: its descriptor is
+// non-blocking). Otherwise (a terminal, a file, /dev/null) it is os.Stdin.
+func Stdin() *os.File { return stdin() }
+
+// Stdout is Stdin's counterpart for standard output.
+func Stdout() *os.File { return stdout() }
+
+// pollable returns a polled *os.File for descriptor fd when it is a pipe
+// or a socket, else std. The file is kept for the life of the process
+// (a collected *os.File would close the descriptor).
+func pollable(std *os.File, fd int, name string) *os.File {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return std
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFIFO, unix.S_IFSOCK:
+	default:
+		// A terminal may be shared with a shell, which a non-blocking
+		// descriptor would break; a regular file never blocks for long.
+		return std
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		return std
+	}
+	return os.NewFile(uintptr(fd), name) // non-blocking: NewFile puts it in the poller
+}
+
+// AwaitExit returns once process p has exited, waiting on a pidfd in the
+// poller; it does not reap p (Wait still must, and then returns at once).
+// p must be a child not yet waited for. Without pidfds (a kernel before
+// 5.10) it returns at once and Wait blocks as it always did.
+func AwaitExit(p *os.Process) {
+	fd, err := unix.PidfdOpen(p.Pid, unix.PIDFD_NONBLOCK)
+	if err != nil {
+		return
+	}
+	f := os.NewFile(uintptr(fd), "pidfd")
+	defer f.Close()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	// A pidfd is readable once its process has exited.
+	_ = rc.Read(func(fd uintptr) bool {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, 0)
+		return (err != nil && err != unix.EINTR) || n > 0
+	})
+}
