@@ -19,10 +19,11 @@ import (
 // to in reach the guard; every line the guard and the SDK write comes out
 // of out.
 type stdioSession struct {
-	in   *io.PipeWriter
-	out  chan string
-	done chan error // ServeStdio's return
-	stop context.CancelFunc
+	in    *io.PipeWriter
+	out   chan string
+	done  chan error    // ServeStdio's return
+	ended chan struct{} // closed when ServeStdio has returned
+	stop  context.CancelFunc
 }
 
 func startStdio(t testing.TB, caller mcpserver.Caller, maxLine int) *stdioSession {
@@ -31,9 +32,10 @@ func startStdio(t testing.TB, caller mcpserver.Caller, maxLine int) *stdioSessio
 	outR, outW := io.Pipe()
 	srv := mcpserver.New(mcpserver.Options{Service: caller, Enabled: true, Agent: "local"})
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &stdioSession{in: inW, out: make(chan string, 1000), done: make(chan error, 1), stop: cancel}
+	s := &stdioSession{in: inW, out: make(chan string, 1000), done: make(chan error, 1), ended: make(chan struct{}), stop: cancel}
 	go func() {
 		s.done <- srv.ServeStdio(ctx, &mcpserver.StdioGuard{In: inR, Out: outW, MaxLineBytes: maxLine}, 100*time.Millisecond)
+		close(s.ended)
 		outW.Close()
 	}()
 	go func() {
@@ -54,11 +56,11 @@ func startStdio(t testing.TB, caller mcpserver.Caller, maxLine int) *stdioSessio
 		// would wait for results to settle).
 		inW.Close()
 		select {
-		case <-s.done:
+		case <-s.ended:
 		case <-time.After(5 * time.Second):
 			t.Error("the session did not end when its input closed")
 			cancel()
-			<-s.done
+			<-s.ended
 		}
 		cancel()
 	})
@@ -202,6 +204,13 @@ func TestStdioGuard(t *testing.T) {
 	assert.Equal(t, string(a[0].ID), "7")
 	assert.Assert(t, strings.Contains(string(a[0].Result), "killed"), a[0].raw)
 	assert.Equal(t, len(fc.endedCalls()), 1)
+	// The shutdown ends the session with the client's input still open:
+	// the guard's read waiting on it does not hold it up.
+	select {
+	case <-s.ended:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the shutdown did not end the session while its input was open")
+	}
 }
 
 // TestStdioGuardPassesValidBytes: what is valid reaches the SDK as it was
