@@ -2,7 +2,10 @@ package main
 
 import (
 	"os"
+	"runtime"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/mitrity/mitrity/govern/sandbox"
 )
@@ -25,4 +28,24 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	cleanupBuilt()
 	os.Exit(code)
+}
+
+// TestNothingElseRunsOnTheMainThread: the main goroutine holds the main
+// thread (init), so no other goroutine (a lookup as the sandbox's user,
+// which changes its thread's file-system ids) can run there and clear the
+// parent-death signal the gateway armed on it. Without the lock, the
+// runtime hands the idle main thread to the goroutines started here.
+func TestNothingElseRunsOnTheMainThread(t *testing.T) {
+	pid := unix.Getpid()
+	for range 2000 {
+		on := make(chan bool)
+		go func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			on <- unix.Gettid() == pid
+		}()
+		if <-on {
+			t.Fatal("a goroutine ran on the main thread")
+		}
+	}
 }
