@@ -37,8 +37,9 @@ func blockingWait(waits []string) string {
 }
 
 // TestGatewayWaitsInPoller: a gateway serving stdio, with its stdin idle,
-// a sandboxed upstream server running and a command running, has no
-// thread asleep in read(2) on a pipe or in waitid(2). Those waits are in
+// a sandboxed upstream server running and a command running, and a
+// sidecar beside it with its server, have no thread asleep in read(2) on
+// a pipe or in waitid(2). Those waits are in
 // the runtime's poller (govern/pollfd): since Go 1.26 a garbage
 // collection's stop-the-world can wait on a thread that entered such a
 // call at the wrong moment, and the gateway then stands still until the
@@ -65,17 +66,26 @@ func TestGatewayWaitsInPoller(t *testing.T) {
 
 func gatewayWaitsInPoller(t *testing.T, asUser bool) {
 	w := echoWorld(t, asUser)
+	sidecar := filepath.Join(w.dir, "mitrity-sidecar")
+	installBinary(t, binPath(t, "mitrity-sidecar"), sidecar)
 	cs := w.session(t, nil, w.bin, "serve", "--stdio", "--config", w.cfg, "--admin-dir", w.admin)
+	side := w.session(t, nil, sidecar, "--config", w.cfg, "--admin-dir", w.admin)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "bench__echo", Arguments: map[string]any{"text": "up"}}); err != nil {
-		t.Fatal(err)
+	var serving []int // the gateway's and the sidecar's pids
+	for _, c := range []struct {
+		cs  *mcp.ClientSession
+		bin string
+	}{{cs, w.bin}, {side, sidecar}} {
+		if _, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: "bench__echo", Arguments: map[string]any{"text": "up"}}); err != nil {
+			t.Fatal(err)
+		}
+		pids := procsWithArg0(c.bin)
+		if len(pids) != 1 {
+			t.Fatalf("%s processes %v", filepath.Base(c.bin), pids)
+		}
+		serving = append(serving, pids[0])
 	}
-	pids := procsWithArg0(w.bin)
-	if len(pids) != 1 {
-		t.Fatalf("gateway processes %v", pids)
-	}
-	gw := pids[0]
 	done := make(chan error, 1)
 	go func() {
 		res, err := callShell(t, ctx, cs, map[string]any{"command": "sleep 2 && echo slept"})
@@ -93,8 +103,10 @@ func gatewayWaitsInPoller(t *testing.T, asUser bool) {
 	}
 	// Sampled for a second: stdin idle, the server and the command running.
 	for range 20 {
-		if waits := threadWaits(gw); blockingWait(waits) != "" {
-			t.Fatalf("a gateway thread sleeps in %s (threads: %q)", blockingWait(waits), waits)
+		for _, pid := range serving {
+			if waits := threadWaits(pid); blockingWait(waits) != "" {
+				t.Fatalf("a thread of pid %d (gateway %d, sidecar %d) sleeps in %s (threads: %q)", pid, serving[0], serving[1], blockingWait(waits), waits)
+			}
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/mitrity/mitrity/govern/pollfd"
 )
 
 // MinCredentialBytes is the shortest credential value accepted. Output
@@ -131,7 +133,14 @@ func (s CredentialSource) run(ctx context.Context) (string, error) {
 	cmd.Stdout = &out
 	// Stdin and stderr go to /dev/null: a helper's stderr could carry the
 	// value, and nothing the gateway logs may.
-	err := cmd.Run()
+	// Started, then awaited in the poller (pollfd.AwaitExit), not in
+	// waitid(2): a helper that hangs must not hold the gateway's garbage
+	// collection, and with it the timeout that kills the helper.
+	err := cmd.Start()
+	if err == nil {
+		pollfd.AwaitExit(cmd.Process)
+		err = cmd.Wait()
+	}
 	switch {
 	case ctx.Err() == context.DeadlineExceeded:
 		return "", fmt.Errorf("credential %q: %s did not finish in time (limit %s)", s.ID, s.Command[0], CredentialTimeout)

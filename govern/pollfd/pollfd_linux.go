@@ -3,6 +3,7 @@ package pollfd
 import (
 	"os"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -22,8 +23,17 @@ func Stdout() *os.File { return stdout() }
 
 // pollable returns a polled *os.File for descriptor fd when it is a pipe
 // or a socket, else std. The file is kept for the life of the process
-// (a collected *os.File would close the descriptor).
+// (a collected *os.File would close the descriptor). A descriptor that was
+// non-blocking from the start is in the poller already, through std (a
+// second registration would fail and leave a non-blocking file the
+// runtime does not poll).
 func pollable(std *os.File, fd int, name string) *os.File {
+	if std.SetReadDeadline(time.Time{}) == nil {
+		return std // polled already
+	}
+	if fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0); err != nil || fl&unix.O_NONBLOCK != 0 {
+		return std
+	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return std
@@ -44,10 +54,15 @@ func pollable(std *os.File, fd int, name string) *os.File {
 // AwaitExit returns once process p has exited, waiting on a pidfd in the
 // poller; it does not reap p (Wait still must, and then returns at once).
 // p must be a child not yet waited for. Without pidfds (a kernel before
-// 5.10) it returns at once and Wait blocks as it always did.
+// 5.3, or a seccomp filter that refuses pidfd_open) it returns at once and
+// Wait blocks as it always did.
 func AwaitExit(p *os.Process) {
-	fd, err := unix.PidfdOpen(p.Pid, unix.PIDFD_NONBLOCK)
+	fd, err := unix.PidfdOpen(p.Pid, 0)
 	if err != nil {
+		return
+	}
+	if err := unix.SetNonblock(fd, true); err != nil { // so that NewFile polls it
+		unix.Close(fd)
 		return
 	}
 	f := os.NewFile(uintptr(fd), "pidfd")

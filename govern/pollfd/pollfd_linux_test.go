@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -72,6 +73,7 @@ func TestPollablePipe(t *testing.T) {
 		t.Fatalf("a blocking pipe takes deadlines (%v): the check below cannot tell", err)
 	}
 	f := pollable(std, p[0], "pipe")
+	defer runtime.KeepAlive(std) // collected, it would close the descriptor
 	if f == std {
 		t.Fatal("a pipe was not made pollable")
 	}
@@ -101,9 +103,10 @@ func TestPollableHoldsNoThread(t *testing.T) {
 		if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
 			t.Fatal(err)
 		}
-		f := os.NewFile(uintptr(p[0]), "blocking")
+		std := os.NewFile(uintptr(p[0]), "blocking")
+		f := std
 		if polled {
-			f = pollable(f, p[0], "polled")
+			f = pollable(std, p[0], "polled")
 		}
 		done := make(chan error, 1)
 		go func() {
@@ -117,6 +120,27 @@ func TestPollableHoldsNoThread(t *testing.T) {
 		}
 		unix.Close(p[1])
 		f.Close()
+		runtime.KeepAlive(std) // collected, it would close the descriptor
+	}
+}
+
+// TestPollableLeavesPolledAlone: a pipe that was non-blocking from the
+// start is in the poller through its own file already; pollable returns
+// that file, not a second one the poller would refuse.
+func TestPollableLeavesPolledAlone(t *testing.T) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(p[1])
+	std := os.NewFile(uintptr(p[0]), "nonblocking")
+	defer std.Close()
+	if got := pollable(std, p[0], "again"); got != std {
+		t.Fatal("a polled pipe got a second file")
+	}
+	go unix.Write(p[1], []byte("x"))
+	if n, err := std.Read(make([]byte, 1)); n != 1 || err != nil {
+		t.Fatalf("read: %d, %v", n, err)
 	}
 }
 

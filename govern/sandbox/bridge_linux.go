@@ -41,11 +41,22 @@ func receiveListener(end *os.File) (net.Listener, error) {
 }
 
 // receiveFD reads the one descriptor init sends on a socketpair end (what
-// names it in errors).
+// names it in errors). The end is non-blocking, and the wait for init is
+// in the runtime's poller, not in recvmsg(2): see govern/pollfd.
 func receiveFD(end *os.File, what string) (int, error) {
 	buf := make([]byte, 1)
 	oob := make([]byte, unix.CmsgSpace(4))
-	n, oobn, _, _, err := unix.Recvmsg(int(end.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
+	rc, err := end.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	var n, oobn int
+	if rerr := rc.Read(func(fd uintptr) bool {
+		n, oobn, _, _, err = unix.Recvmsg(int(fd), buf, oob, unix.MSG_CMSG_CLOEXEC|unix.MSG_DONTWAIT)
+		return err != unix.EAGAIN
+	}); rerr != nil {
+		return -1, rerr
+	}
 	if err != nil {
 		return -1, err
 	}

@@ -5,10 +5,13 @@ import (
 	"crypto/sha256"
 	"io"
 	"net"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"gotest.tools/v3/assert"
 )
 
@@ -108,4 +111,53 @@ func TestBridgeStopDropsConnections(t *testing.T) {
 func isTimeout(err error) bool {
 	ne, ok := err.(net.Error)
 	return ok && ne.Timeout()
+}
+
+// TestReceiveFDWaitsInPoller: receiveFD waits for init's descriptor in the
+// runtime's poller (no thread asleep in a socket receive, where a Go 1.26
+// stop-the-world could wait on it), then gets the descriptor sent.
+func TestReceiveFDWaitsInPoller(t *testing.T) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	assert.NilError(t, err)
+	assert.NilError(t, unix.SetNonblock(fds[0], true)) // as supervise's handOut makes it
+	end := os.NewFile(uintptr(fds[0]), "end")
+	defer end.Close()
+	defer unix.Close(fds[1])
+	type got struct {
+		fd  int
+		err error
+	}
+	done := make(chan got, 1)
+	go func() {
+		fd, err := receiveFD(end, "the test's descriptor")
+		done <- got{fd, err}
+	}()
+	time.Sleep(200 * time.Millisecond)
+	select {
+	case g := <-done:
+		t.Fatalf("receiveFD returned before anything was sent: %d, %v", g.fd, g.err)
+	default:
+	}
+	waits, _ := filepath.Glob("/proc/self/task/*/wchan")
+	for _, p := range waits {
+		if b, err := os.ReadFile(p); err == nil && strings.HasPrefix(string(b), "unix_stream") {
+			t.Errorf("a thread sleeps in %s", b)
+		}
+	}
+	r, w, err := os.Pipe()
+	assert.NilError(t, err)
+	defer r.Close()
+	defer w.Close()
+	assert.NilError(t, unix.Sendmsg(fds[1], []byte{0}, unix.UnixRights(int(w.Fd())), nil, 0))
+	select {
+	case g := <-done:
+		assert.NilError(t, g.err)
+		var st, want unix.Stat_t
+		assert.NilError(t, unix.Fstat(g.fd, &st))
+		assert.NilError(t, unix.Fstat(int(w.Fd()), &want))
+		assert.Equal(t, st.Ino, want.Ino)
+		unix.Close(g.fd)
+	case <-time.After(10 * time.Second):
+		t.Fatal("receiveFD did not get the descriptor")
+	}
 }

@@ -105,8 +105,10 @@ func serveGuard(listener int, m *secretscan.Matcher, stop <-chan struct{}) *exec
 			default:
 			}
 			fds[0].Revents = 0
-			// Blocking: a plain system call, which lets the runtime use
-			// the P meanwhile.
+			// Blocking, for at most 200 ms: a plain system call, which
+			// lets the runtime use the P meanwhile (since Go 1.26 a
+			// stop-the-world that begins as it is entered can wait for it:
+			// at most those 200 ms, see govern/pollfd).
 			n, err := unix.Poll(fds, 200)
 			if err == unix.EINTR || n == 0 {
 				continue

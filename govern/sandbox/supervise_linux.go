@@ -73,6 +73,13 @@ func (e *execution) start(ctx context.Context, l Layout) (Result, bool) {
 		if err != nil {
 			return nil, fmt.Errorf("%s socketpair: %w", name, err)
 		}
+		// The gateway's end non-blocking, so that NewFile puts it in the
+		// poller (receiveFD); init's end stays blocking.
+		if err := unix.SetNonblock(fds[0], true); err != nil {
+			unix.Close(fds[0])
+			unix.Close(fds[1])
+			return nil, fmt.Errorf("%s socketpair: %w", name, err)
+		}
 		end, child := os.NewFile(uintptr(fds[0]), name), os.NewFile(uintptr(fds[1]), name+"-child")
 		e.parentOnly = append(e.parentOnly, end)
 		e.childOnly = append(e.childOnly, child)
