@@ -133,13 +133,12 @@ func (s CredentialSource) run(ctx context.Context) (string, error) {
 	cmd.Stdout = &out
 	// Stdin and stderr go to /dev/null: a helper's stderr could carry the
 	// value, and nothing the gateway logs may.
-	// Started, then awaited in the poller (pollfd.AwaitExit), not in
-	// waitid(2): a helper that hangs must not hold the gateway's garbage
-	// collection, and with it the timeout that kills the helper.
+	// Awaited in the poller (pollfd.Wait), not in waitid(2): a helper
+	// that hangs must not hold the gateway's garbage collection, and with
+	// it the timeout that kills the helper.
 	err := cmd.Start()
 	if err == nil {
-		pollfd.AwaitExit(cmd.Process)
-		err = cmd.Wait()
+		err = pollfd.Wait(cmd)
 	}
 	switch {
 	case ctx.Err() == context.DeadlineExceeded:

@@ -334,8 +334,7 @@ func (px *Process) launch(died func()) {
 	}()
 	px.readOutput()
 	<-logged
-	pollfd.AwaitExit(px.cmd.Process) // not in waitid(2): see pollfd
-	px.waitErr = px.cmd.Wait()
+	px.waitErr = pollfd.Wait(px.cmd)
 	close(px.exited)
 	died()
 }

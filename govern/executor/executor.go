@@ -375,10 +375,7 @@ func (e *Executor) start(ctx context.Context, p *plan.Plan, env []string, r Resu
 	pgid := cmd.Process.Pid
 
 	waited := make(chan error, 1)
-	go func() {
-		pollfd.AwaitExit(cmd.Process) // not in waitid(2): see pollfd
-		waited <- cmd.Wait()
-	}()
+	go func() { waited <- pollfd.Wait(cmd) }()
 
 	timer := time.NewTimer(p.Timeout())
 	defer timer.Stop()

@@ -3,7 +3,6 @@ package pollfd
 import (
 	"os"
 	"sync"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -24,13 +23,10 @@ func Stdout() *os.File { return stdout() }
 // pollable returns a polled *os.File for descriptor fd when it is a pipe
 // or a socket, else std. The file is kept for the life of the process
 // (a collected *os.File would close the descriptor). A descriptor that was
-// non-blocking from the start is in the poller already, through std (a
-// second registration would fail and leave a non-blocking file the
-// runtime does not poll).
+// non-blocking from the start is left to std: the runtime polls it
+// through std already, and a second registration would fail and leave a
+// non-blocking file it does not poll.
 func pollable(std *os.File, fd int, name string) *os.File {
-	if std.SetReadDeadline(time.Time{}) == nil {
-		return std // polled already
-	}
 	if fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0); err != nil || fl&unix.O_NONBLOCK != 0 {
 		return std
 	}

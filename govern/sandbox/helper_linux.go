@@ -110,10 +110,7 @@ func spawn(ctx context.Context, helper string, s *Spec, stdio Stdio) Result {
 		answer <- b
 	}()
 	waited := make(chan error, 1)
-	go func() {
-		pollfd.AwaitExit(cmd.Process) // not in waitid(2): see pollfd
-		waited <- cmd.Wait()
-	}()
+	go func() { waited <- pollfd.Wait(cmd) }()
 	var waitErr error
 	select {
 	case waitErr = <-waited:

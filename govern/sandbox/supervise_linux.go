@@ -217,10 +217,7 @@ func (e *execution) start(ctx context.Context, l Layout) (Result, bool) {
 	e.childOnly = nil
 
 	waited := make(chan error, 1)
-	go func() {
-		pollfd.AwaitExit(cmd.Process) // not in waitid(2): see pollfd
-		waited <- cmd.Wait()
-	}()
+	go func() { waited <- pollfd.Wait(cmd) }()
 	errText := make(chan string, 1)
 	go func() { errText <- readCapped(errR, 16<<10) }()
 	statuses := make(chan []initproc.Status, 1)
