@@ -76,7 +76,10 @@ func TestWatcherReloads(t *testing.T) {
 	eventually(t, "the new feed", func() bool { return hasHost(w, "two.example") })
 	assert.Assert(t, !hasHost(w, "one.example"))
 	assert.Assert(t, w.Current() != first)
-	assert.Check(t, is.Contains(logs.String(), `"message":"threat intel feed reloaded"`))
+	// The poller swaps the feed in, then logs: wait for the line, don't race it.
+	eventually(t, "the reload's log line", func() bool {
+		return strings.Contains(logs.String(), `"message":"threat intel feed reloaded"`)
+	})
 }
 
 // TestWatcherKeepsPreviousFeed: a broken file is logged once and the feed
