@@ -21,11 +21,15 @@ func TestRedeemFrameAfterReturn(t *testing.T) {
 	t.Parallel()
 	var wg sync.WaitGroup
 	errs := make(chan error, 1000)
+	// The goroutine sends once the client holds the whole response, so
+	// after Redeem returned: started right away, its frames could land
+	// before the return and be in time (they did, one run in ten).
+	answered := make(chan struct{})
 	b := &fakeBackend{redeem: func(_ context.Context, _ int, _ admission.RedeemRequest, out func(admission.Frame) error) (admission.Result, error) {
 		_ = out(admission.Frame{Type: admission.FrameStdout, Data: []byte("in time\n")})
 		wg.Go(func() {
-			deadline := time.Now().Add(200 * time.Millisecond)
-			for time.Now().Before(deadline) {
+			<-answered
+			for range 10 {
 				if err := out(admission.Frame{Type: admission.FrameStdout, Data: []byte("late\n")}); err != nil {
 					errs <- err
 					return
@@ -38,6 +42,7 @@ func TestRedeemFrameAfterReturn(t *testing.T) {
 	sock := serve(t, b, socketPeer)
 	for range 5 {
 		r := do(t, sock, http.MethodPost, admission.PathRedeem, []byte(`{"ticket":"tk"}`))
+		answered <- struct{}{} // unbuffered: this redemption's goroutine, the only one waiting
 		assert.Equal(t, r.status, 200)
 		assert.Equal(t, string(r.body), `{"type":"stdout","data":"aW4gdGltZQo="}`+"\n"+`{"type":"result","result":{"exit_code":0,"status":"completed","redaction_count":0,"duration_ms":0}}`+"\n")
 	}
