@@ -51,6 +51,15 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// replaceFile puts content at path in one step (write beside, rename over),
+// so the poller sees the old bytes or the new, never an empty file.
+func replaceFile(t *testing.T, path, content string) {
+	t.Helper()
+	tmp := path + ".tmp"
+	assert.NilError(t, os.WriteFile(tmp, []byte(content), 0o600))
+	assert.NilError(t, os.Rename(tmp, path))
+}
+
 func hasHost(w *Watcher, h string) bool {
 	return len(w.Current().Check("", []string{h}, nil)) == 1
 }
@@ -87,7 +96,10 @@ func TestWatcherReloads(t *testing.T) {
 func TestWatcherKeepsPreviousFeed(t *testing.T) {
 	t.Parallel()
 	w, path, logs := newTestWatcher(t, feedV1)
-	assert.NilError(t, os.WriteFile(path, []byte("hosts:\n  - host: https://bad.example/\n"), 0o600))
+	// Renamed into place: os.WriteFile truncates first, and a poll between
+	// the truncate and the write loads the empty file, a valid feed of
+	// nothing, which would then be the "previous feed" kept.
+	replaceFile(t, path, "hosts:\n  - host: https://bad.example/\n")
 	eventually(t, "the reload error", func() bool { return strings.Contains(logs.String(), "reload failed") })
 	assert.Assert(t, hasHost(w, "one.example"), "the previous feed must stay in force")
 	assert.Check(t, is.Contains(logs.String(), `hosts[0].host: \"https://bad.example/\": write the host alone, without a scheme`))
