@@ -128,8 +128,10 @@ func spawn(ctx context.Context, helper string, s *Spec, stdio Stdio) Result {
 	b := <-answer
 	var r Result
 	if len(b) == 0 || json.Unmarshal(b, &r) != nil || !r.Status.Valid() {
-		// The run's processes died with the helper; whether the command
-		// had started is not known.
+		// The run's processes died with the helper, except a sandbox
+		// bubblewrap was still setting up: end it now (the next run would).
+		// Whether the command had started is not known.
+		EndOrphans()
 		return Result{Status: govern.StatusKilled, Reason: govern.ReasonSpawnError,
 			Message: fmt.Sprintf("the sandbox helper %s ended without a result (%s): the sandbox died with it", helper, exitText(waitErr))}
 	}

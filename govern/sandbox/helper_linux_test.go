@@ -95,23 +95,30 @@ func TestSpawnNoHelper(t *testing.T) {
 	assert.Check(t, is.Contains(r.Message, "/nonexistent/mitrity-sandboxrun"))
 }
 
-// processesNamed lists the host's processes whose argv[0] is name.
-func processesNamed(t *testing.T, name string) []int {
+// hostProcesses returns the pids of the processes this pid namespace's
+// /proc shows whose entry in it (the directory) passes keep.
+func hostProcesses(t *testing.T, keep func(dir string) bool) []int {
 	t.Helper()
 	var out []int
 	entries, err := os.ReadDir("/proc")
 	assert.NilError(t, err)
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if a0, _, _ := strings.Cut(string(b), "\x00"); a0 == name {
+		if err == nil && keep("/proc/"+e.Name()) {
 			out = append(out, pid)
 		}
 	}
 	return out
+}
+
+// processesNamed lists the host's processes whose argv[0] is name.
+func processesNamed(t *testing.T, name string) []int {
+	t.Helper()
+	return hostProcesses(t, func(dir string) bool {
+		b, _ := os.ReadFile(dir + "/cmdline")
+		a0, _, _ := strings.Cut(string(b), "\x00")
+		return a0 == name
+	})
 }
 
 // childrenOf lists the direct children of pid.
@@ -171,4 +178,53 @@ func TestHelperKilledDuringSetup(t *testing.T) {
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
 	assert.Check(t, is.Len(left, 0), "runs outlived their helper: %v", left)
+	// Nor is bubblewrap's first process left, blocked in its setup where
+	// its outer process died (in 2 of the 40 before the helper's end was
+	// followed by a sweep of the register).
+	var orphans []int
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if orphans = orphanedBwraps(t); len(orphans) == 0 {
+			break
+		}
+	}
+	for _, pid := range orphans {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	assert.Check(t, is.Len(orphans, 0), "bubblewrap's first processes outlived their helper: %v", orphans)
+}
+
+// orphanedBwraps returns the sandboxes' first processes (bubblewrap, in a
+// pid namespace below this one, with a run's mark) whose parent is not
+// bubblewrap's outer process of the same run: of any test, which each end
+// by their own sweep.
+func orphanedBwraps(t *testing.T) []int {
+	t.Helper()
+	mark := func(dir string) string {
+		b, _ := os.ReadFile(dir + "/cmdline")
+		args := strings.Split(string(b), "\x00")
+		for i := 0; i+2 < len(args); i++ {
+			if args[i] == "--setenv" && args[i+1] == runMarkEnv {
+				return args[i+2]
+			}
+		}
+		return ""
+	}
+	return hostProcesses(t, func(dir string) bool {
+		m := mark(dir)
+		if m == "" {
+			return false
+		}
+		status, _ := os.ReadFile(dir + "/status")
+		var ppid string
+		nested := false
+		for _, line := range strings.Split(string(status), "\n") {
+			if v, ok := strings.CutPrefix(line, "PPid:"); ok {
+				ppid = strings.TrimSpace(v)
+			}
+			if v, ok := strings.CutPrefix(line, "NSpid:"); ok {
+				nested = len(strings.Fields(v)) > 1
+			}
+		}
+		return nested && mark("/proc/"+ppid) != m
+	})
 }

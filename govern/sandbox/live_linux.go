@@ -206,6 +206,7 @@ func readLive(dir string, prune bool) []liveEntry {
 		var e liveEntry
 		if json.Unmarshal(b, &e) != nil || !e.alive() {
 			if prune {
+				e.endOrphaned()
 				os.Remove(p)
 			}
 			continue
@@ -226,6 +227,88 @@ func (e liveEntry) alive() bool {
 	}
 	st, err := startTime(e.Pid)
 	return err == nil && st == e.Start
+}
+
+// runMarkEnv is the variable bubblewrap is told on its command line to set
+// in the sandbox (--setenv), to the run's register ID. The command line of
+// bubblewrap's outer process and of the sandbox's first process (a clone,
+// not an exec) is /proc/<pid>/cmdline: how a later run finds what is left
+// of a run whose supervisor died before it learnt the first process's pid.
+const runMarkEnv = "MITRITY_RUN"
+
+// endOrphaned kills what is left of the sandbox of a stale entry whose
+// supervisor died (SIGKILLed with its gateway, or alone). The sandbox
+// dies with its supervisor, except in one window of bubblewrap's: its
+// first process waits for the outer one to write the user namespace's maps
+// and arms --die-with-parent only after that, so an outer process killed in
+// between leaves it blocked for good, holding a pid and user namespace. The
+// first process is killed by its recorded pid (when its start time still
+// matches) and by its mark, which also finds it before the pid was
+// recorded. An entry whose supervisor lives ended normally: nothing of it
+// is running.
+func (e liveEntry) endOrphaned() {
+	if e.Owner <= 0 || processAlive(e.Owner) {
+		return
+	}
+	if e.Pid > 0 {
+		if st, err := startTime(e.Pid); err == nil && st == e.Start {
+			unix.Kill(e.Pid, unix.SIGKILL)
+		}
+	}
+	if e.ID != "" {
+		for _, pid := range markedBwraps(e.ID) {
+			unix.Kill(pid, unix.SIGKILL)
+		}
+	}
+}
+
+// markedBwraps returns the bubblewrap processes whose command line carries
+// run id's mark.
+func markedBwraps(id string) []int {
+	des, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, de := range des {
+		pid, err := strconv.Atoi(de.Name())
+		if err != nil || pid <= 0 {
+			continue
+		}
+		dir := "/proc/" + de.Name()
+		if comm, err := os.ReadFile(dir + "/comm"); err != nil || strings.TrimSpace(string(comm)) != "bwrap" {
+			continue
+		}
+		cmdline, err := os.ReadFile(dir + "/cmdline")
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(cmdline), "\x00")
+		for i := 0; i+2 < len(args); i++ {
+			if args[i] == "--setenv" && args[i+1] == runMarkEnv && args[i+2] == id {
+				pids = append(pids, pid)
+				break
+			}
+		}
+	}
+	return pids
+}
+
+// EndOrphans ends what runs of this user whose supervisor died left
+// running, and removes their entries: what a gateway does when it starts
+// (one SIGKILLed before it may have left some) and when a helper ended
+// without a result. Every run does the same when it registers.
+func EndOrphans() error { return sweepLive(LiveDir(os.Geteuid())) }
+
+// sweepLive is EndOrphans for the register in dir.
+func sweepLive(dir string) error {
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil // no sandbox ever ran
+	}
+	return withLock(dir, func() error {
+		readLive(dir, true)
+		return nil
+	})
 }
 
 func processAlive(pid int) bool {

@@ -391,16 +391,19 @@ func TestRunInitBinary(t *testing.T) {
 
 // TestBwrapCommandLineNamesNoPath: bubblewrap takes its options on a
 // descriptor, so its command line, readable by every local user, names no
-// masked path, workspace or mount.
+// masked path, workspace or mount. The run's mark on it (for the sweep of
+// orphans) is not in the command's environment.
 func TestBwrapCommandLineNamesNoPath(t *testing.T) {
 	requireSandbox(t)
 	t.Parallel()
 	ws := workspace(t)
-	s := shellSpec(ws, `tr '\0' ' ' </proc/1/cmdline`)
+	s := shellSpec(ws, `tr '\0' ' ' </proc/1/cmdline; echo; env | grep -c "^`+runMarkEnv+`=" || true`)
 	s.DenyPaths = []string{"/etc/mitrity-test-secret-path"}
 	o := runIn(t, context.Background(), s)
 	assert.Equal(t, o.Status, govern.StatusCompleted, o.Message)
 	assert.Check(t, is.Contains(o.stdout, "--args"))
+	assert.Check(t, is.Contains(o.stdout, "--setenv "+runMarkEnv+" "))
+	assert.Check(t, strings.HasSuffix(o.stdout, "\n0\n"), "the mark is in the command's environment: %s", o.stdout)
 	for _, leak := range []string{ws, "--ro-bind", "--tmpfs", "mitrity-test-secret-path", ".ssh"} {
 		assert.Check(t, !strings.Contains(o.stdout, leak), "bwrap's command line names %q: %s", leak, o.stdout)
 	}

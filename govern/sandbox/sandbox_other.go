@@ -26,6 +26,9 @@ func Init() error { return ErrUnsupported }
 // ProbeSeccompChild is the seccomp probe's child; there is no seccomp here.
 func ProbeSeccompChild() error { return ErrUnsupported }
 
+// EndOrphans has no sandbox to end here.
+func EndOrphans() error { return nil }
+
 // DieWithParent has no parent-death signal to set here.
 func DieWithParent() error { return ErrUnsupported }
 

@@ -181,7 +181,13 @@ func (e *execution) start(ctx context.Context, l Layout) (Result, bool) {
 	if err != nil {
 		return fail(fmt.Errorf("bubblewrap arguments: %w", err))
 	}
-	argv := append([]string{"bwrap", "--args", strconv.Itoa(e.pass(argsFile))}, command...)
+	argv := []string{"bwrap", "--args", strconv.Itoa(e.pass(argsFile))}
+	if e.live != nil {
+		// The mark a later run finds this one's processes by, if this
+		// process dies while bubblewrap sets the sandbox up (endOrphaned).
+		argv = append(argv, "--setenv", runMarkEnv, e.live.entry.ID)
+	}
+	argv = append(argv, command...)
 	cmd := &exec.Cmd{
 		Path:       e.bwrap,
 		Args:       argv,

@@ -57,6 +57,10 @@ func selectBackend(cfg *config.Config, place ownfiles.Placement) backend {
 	if helper == "" {
 		return backend{reason: "mitrity-sandboxrun was not found next to the gateway or in PATH", reprobe: true}
 	}
+	// A gateway SIGKILLed while bubblewrap was setting a sandbox up may
+	// have left that sandbox's first process: end it before serving. A
+	// register that cannot be locked fails each run (spawn_error) instead.
+	sandbox.EndOrphans()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	// A full-strength probe is remembered for a while (per user, in the
