@@ -15,6 +15,8 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
+
+	"github.com/mitrity/mitrity/govern/pollfd"
 )
 
 const metadataLogger = "logger"
@@ -97,6 +99,9 @@ func Main(app *cli.App) {
 		return
 	}
 	err := Run(app, os.Args)
+	// Standard input and output made non-blocking for the poller are
+	// shared with whoever started this process: hand them back blocking.
+	pollfd.Restore()
 	if err == nil {
 		return
 	}

@@ -44,7 +44,39 @@ func pollable(std *os.File, fd int, name string) *os.File {
 	if err := unix.SetNonblock(fd, true); err != nil {
 		return std
 	}
+	made.Lock()
+	made.fds = append(made.fds, madeFD{fd, uint64(st.Dev), uint64(st.Ino)})
+	made.Unlock()
 	return os.NewFile(uintptr(fd), name) // non-blocking: NewFile puts it in the poller
+}
+
+// made is the descriptors pollable made non-blocking, with what they
+// were open on: only the same file is restored.
+var made struct {
+	sync.Mutex
+	fds []madeFD
+}
+
+type madeFD struct {
+	fd       int
+	dev, ino uint64
+}
+
+// Restore makes the descriptors Stdin and Stdout made non-blocking
+// blocking again: what a process does as it exits. The flag belongs to
+// the open file description, which the process that started this one may
+// share and go on using (a shell script's next command reading the same
+// pipe would get EAGAIN). Reads still waiting on them block from then on.
+func Restore() {
+	made.Lock()
+	defer made.Unlock()
+	for _, m := range made.fds {
+		var st unix.Stat_t
+		if unix.Fstat(m.fd, &st) == nil && uint64(st.Dev) == m.dev && uint64(st.Ino) == m.ino {
+			unix.SetNonblock(m.fd, false)
+		}
+	}
+	made.fds = nil
 }
 
 // AwaitExit returns once process p has exited, waiting on a pidfd in the

@@ -91,6 +91,40 @@ func TestPollablePipe(t *testing.T) {
 	}
 }
 
+// TestRestore: the description pollable made non-blocking, which the
+// process that started this one may share (here: a second descriptor for
+// it), is blocking again after Restore.
+func TestRestore(t *testing.T) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(p[1])
+	shared, err := unix.Dup(p[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(shared)
+	nonblocking := func() bool {
+		fl, err := unix.FcntlInt(uintptr(shared), unix.F_GETFL, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fl&unix.O_NONBLOCK != 0
+	}
+	std := os.NewFile(uintptr(p[0]), "blocking")
+	defer runtime.KeepAlive(std)
+	f := pollable(std, p[0], "pipe")
+	defer runtime.KeepAlive(f)
+	if f == std || !nonblocking() {
+		t.Fatal("the pipe was not made non-blocking: the check below cannot tell")
+	}
+	Restore()
+	if nonblocking() {
+		t.Error("the shared description is still non-blocking after Restore")
+	}
+}
+
 // TestPollableHoldsNoThread: a read of an idle pipe through pollable
 // leaves no thread asleep in pipe_read; through the blocking file it does,
 // which shows the check can tell.
