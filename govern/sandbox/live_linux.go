@@ -377,8 +377,12 @@ func OnlyHost(p peer.Peer) error {
 	return NotInSandbox(p)
 }
 
-// waitStarted waits until the sandbox of entry id has a first process (or
-// is gone: ok false).
+// waitStarted waits until the sandbox of entry id is set up (or is gone:
+// ok false): it has a first process, and that process has a child.
+// bubblewrap forks the sandbox's init only after it built the sandbox's
+// mounts and pivoted into them; before that the mount namespace is still
+// being built (its root an empty tmpfs for a while), and nothing can be
+// held in it.
 func waitStarted(dir, id string, d time.Duration) (liveEntry, bool, error) {
 	deadline := time.Now().Add(d)
 	for {
@@ -391,7 +395,7 @@ func waitStarted(dir, id string, d time.Duration) (liveEntry, bool, error) {
 			if !e.alive() {
 				return liveEntry{}, false, nil
 			}
-			if e.Pid != 0 {
+			if e.Pid != 0 && hasChild(e.Pid) {
 				return e, true, nil
 			}
 		}
@@ -400,6 +404,13 @@ func waitStarted(dir, id string, d time.Duration) (liveEntry, bool, error) {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+}
+
+// hasChild reports whether pid has a child process.
+func hasChild(pid int) bool {
+	p := strconv.Itoa(pid)
+	b, err := os.ReadFile("/proc/" + p + "/task/" + p + "/children")
+	return err == nil && len(bytes.TrimSpace(b)) > 0
 }
 
 // holdIn binds paths over themselves in the running sandbox o's mount

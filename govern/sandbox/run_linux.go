@@ -298,13 +298,12 @@ func (e *execution) register() error {
 		if len(paths) == 0 {
 			continue
 		}
-		if o.Pid == 0 {
-			var ok bool
-			if o, ok, err = waitStarted(dir, o.ID, liveLockTimeout); err != nil {
-				return fmt.Errorf("pinned scripts: %w", err)
-			} else if !ok {
-				continue // it ended
-			}
+		// A run registered before this one may still be setting up.
+		var ok bool
+		if o, ok, err = waitStarted(dir, o.ID, liveLockTimeout); err != nil {
+			return fmt.Errorf("pinned scripts: %w", err)
+		} else if !ok {
+			continue // it ended
 		}
 		if err := holdIn(o, paths); err != nil {
 			return fmt.Errorf("pinned scripts: a run going on could replace them, and holding them there failed: %w", err)
