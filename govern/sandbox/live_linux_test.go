@@ -1,6 +1,9 @@
 package sandbox
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -11,6 +14,8 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/mitrity/mitrity/govern"
 )
 
 // goneProcess returns the pid of a process that has exited and been
@@ -148,4 +153,55 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("timed out")
 		}
 	}
+}
+
+// TestPinHeldOnceOtherRunIsSetUp: a run that pins a script another run
+// can write holds the pin inside that run. When that run is still being
+// set up (here its first process is stopped, recorded but before it forked
+// init), the pinning run waits for it instead of entering a half-built
+// mount namespace, and both runs complete.
+func TestPinHeldOnceOtherRunIsSetUp(t *testing.T) {
+	requireSandbox(t)
+	ws := workspace(t)
+	judged := []byte("echo JUDGED\n")
+	script := filepath.Join(ws, "x.sh")
+	assert.NilError(t, os.WriteFile(script, judged, 0o755))
+	sum := sha256.Sum256(judged)
+	helper := selfExe(t)
+	exercised := false
+	for attempt := 0; attempt < 10 && !exercised; attempt++ {
+		live := filepath.Join(t.TempDir(), "live")
+		run := func(s *Spec) runOut {
+			return captured(t, func(st Stdio) Result {
+				return Run(context.Background(), s, st, WithHelper(helper), WithLiveDir(live))
+			})
+		}
+		aDone := make(chan runOut, 1)
+		go func() { aDone <- run(shellSpec(ws, `sleep 0.5; echo A`)) }()
+		// Stop A's first process as soon as it is recorded.
+		var pid int
+		for deadline := time.Now().Add(5 * time.Second); pid == 0; {
+			for _, e := range readLive(live, false) {
+				pid = e.Pid
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the first run never recorded its first process")
+			}
+		}
+		syscall.Kill(pid, syscall.SIGSTOP)
+		exercised = !hasChild(pid)
+		go func() {
+			time.Sleep(300 * time.Millisecond)
+			syscall.Kill(pid, syscall.SIGCONT)
+		}()
+		b := shellSpec(ws, `bash x.sh`)
+		b.Pins = []govern.Pin{{Path: script, RealPath: script, SHA256: hex.EncodeToString(sum[:]), Bytes: judged}}
+		rb := run(b)
+		assert.Check(t, is.Equal(rb.Status, govern.StatusCompleted), rb.Message)
+		assert.Check(t, is.Equal(rb.stdout, "JUDGED\n"))
+		ra := <-aDone
+		assert.Check(t, is.Equal(ra.Status, govern.StatusCompleted), ra.Message)
+		assert.Check(t, is.Equal(ra.stdout, "A\n"))
+	}
+	assert.Check(t, exercised, "the first run's first process had always forked init when it was stopped: the wait was never exercised")
 }
