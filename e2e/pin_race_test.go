@@ -49,11 +49,13 @@ profiles:
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	done := make(chan result, 1)
+	// A renames once B runs (B's marker), not after a fixed time: a B
+	// gateway slow to start would be judged after the rename.
 	go func() {
-		done <- w.gw(t, ctx, "", "--log-level", "error", "exec", "--config", w.cfg, "--admin-dir", w.admin, "--", "sleep 1.5; mv -f evil x.sh; echo mv=$?")
+		done <- w.gw(t, ctx, "", "--log-level", "error", "exec", "--config", w.cfg, "--admin-dir", w.admin, "--",
+			"for i in $(seq 400); do [ -e b-runs ] && break; sleep 0.05; done; mv -f evil x.sh; echo mv=$?")
 	}()
-	time.Sleep(300 * time.Millisecond)
-	b := w.gw(t, ctx, "", "--log-level", "error", "exec", "--config", w.cfg, "--admin-dir", w.admin, "--", "sleep 3; bash x.sh")
+	b := w.gw(t, ctx, "", "--log-level", "error", "exec", "--config", w.cfg, "--admin-dir", w.admin, "--", "touch b-runs; sleep 3; bash x.sh")
 	a := <-done
 	if b.code != 0 || b.stdout != "JUDGED\n" {
 		t.Errorf("the pinned call ran other bytes than judged: %+v", b)
