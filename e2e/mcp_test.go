@@ -281,11 +281,13 @@ func TestMCPHTTP(t *testing.T) {
 		err error
 	}
 	done := make(chan out, 1)
+	const running = "sleep 30.25; true" // the tag its bash carries in /proc
 	go func() {
-		r, err := callShell(t, ctx, cs, map[string]any{"command": "sleep 30"})
+		r, err := callShell(t, ctx, cs, map[string]any{"command": running})
 		done <- out{r, err}
 	}()
-	time.Sleep(500 * time.Millisecond)
+	// SIGTERM once the run is up: before it, the call is refused instead.
+	waitProcs(t, running, 1)
 	must(t, cmd.Process.Signal(syscall.SIGTERM))
 	o := <-done
 	if o.err != nil || o.r.structured["status"] != "killed" {
@@ -307,7 +309,9 @@ func TestMCPHTTP(t *testing.T) {
 
 func TestMCPStdioSIGTERM(t *testing.T) {
 	w := newWorld(t, false, e2ePolicy)
-	cmd := exec.Command(w.bin, "--log-level", "error", "serve", "--config", w.cfg, "--admin-dir", w.admin, "--grace", "1s")
+	// The grace is wide of the call's 0.55 s: the gateway exits as soon as
+	// the call is done, and a loaded machine must not end it first.
+	cmd := exec.Command(w.bin, "--log-level", "error", "serve", "--config", w.cfg, "--admin-dir", w.admin, "--grace", "5s")
 	cmd.Dir = w.ws
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + w.dir}
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
@@ -318,14 +322,16 @@ func TestMCPStdioSIGTERM(t *testing.T) {
 	defer cs.Close()
 	// A call that finishes inside the grace period completes.
 	done := make(chan toolResult, 1)
+	const running = "sleep 0.55; echo finished"
 	go func() {
-		r, err := callShell(t, ctx, cs, map[string]any{"command": "sleep 0.5; echo finished"})
+		r, err := callShell(t, ctx, cs, map[string]any{"command": running})
 		if err != nil {
 			t.Errorf("call during shutdown: %v", err)
 		}
 		done <- r
 	}()
-	time.Sleep(200 * time.Millisecond)
+	// SIGTERM once the run is up: before it, the call is refused instead.
+	waitProcs(t, running, 1)
 	must(t, cmd.Process.Signal(syscall.SIGTERM))
 	r := <-done
 	if r.isError || r.stdout != "finished\n" {
@@ -448,5 +454,16 @@ func TestMCPHTTPTokenFileMasked(t *testing.T) {
 	ctl.SysProcAttr = &syscall.SysProcAttr{Credential: w.asUser}
 	if out, err := ctl.Output(); err != nil || !strings.Contains(string(out), token) {
 		t.Fatalf("control: %v %q", err, out)
+	}
+}
+
+// waitProcs waits until n host processes carry tag in their command line
+// (a run's bash does: give it a command that bash cannot exec in place).
+func waitProcs(t *testing.T, tag string, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); len(procsWith(tag)) < n; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d runs of %q did not start", n, tag)
+		}
 	}
 }
