@@ -292,8 +292,9 @@ func TestDrainCancelsRunningCalls(t *testing.T) {
 		err error
 	}
 	done := make(chan out, 1)
+	const running = "sleep 20.25; true" // the tag its bash carries in /proc
 	go func() {
-		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: mcpserver.ToolName, Arguments: map[string]any{"command": "sleep 20"}})
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: mcpserver.ToolName, Arguments: map[string]any{"command": running}})
 		var st service.Structured
 		if err == nil {
 			b, _ := json.Marshal(res.StructuredContent)
@@ -301,7 +302,14 @@ func TestDrainCancelsRunningCalls(t *testing.T) {
 		}
 		done <- out{st, err}
 	}()
-	time.Sleep(500 * time.Millisecond)
+	// Drain once the run is up: a call that has not begun is refused
+	// (shutting_down) instead, as a loaded machine had it after a fixed
+	// half second.
+	for deadline := time.Now().Add(20 * time.Second); !procWith(running); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the run did not start")
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	srv.Drain(ctx)
@@ -316,6 +324,17 @@ func TestDrainCancelsRunningCalls(t *testing.T) {
 	if !strings.Contains(text, "shutting down") || !strings.Contains(text, "nothing ran") {
 		t.Errorf("a call after drain is told why: %q", text)
 	}
+}
+
+// procWith reports whether a host process's command line holds tag.
+func procWith(tag string) bool {
+	cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range cmdlines {
+		if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), tag) && !strings.Contains(string(b), "-test.") {
+			return true
+		}
+	}
+	return false
 }
 
 // serveHTTP starts the Streamable HTTP server on 127.0.0.1.
