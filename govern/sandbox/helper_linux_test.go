@@ -201,13 +201,7 @@ func orphanedBwraps(t *testing.T) []int {
 	t.Helper()
 	mark := func(dir string) string {
 		b, _ := os.ReadFile(dir + "/cmdline")
-		args := strings.Split(string(b), "\x00")
-		for i := 0; i+2 < len(args); i++ {
-			if args[i] == "--setenv" && args[i+1] == runMarkEnv {
-				return args[i+2]
-			}
-		}
-		return ""
+		return runMark(b)
 	}
 	return hostProcesses(t, func(dir string) bool {
 		m := mark(dir)

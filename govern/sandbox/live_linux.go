@@ -279,19 +279,22 @@ func markedBwraps(id string) []int {
 		if comm, err := os.ReadFile(dir + "/comm"); err != nil || strings.TrimSpace(string(comm)) != "bwrap" {
 			continue
 		}
-		cmdline, err := os.ReadFile(dir + "/cmdline")
-		if err != nil {
-			continue
-		}
-		args := strings.Split(string(cmdline), "\x00")
-		for i := 0; i+2 < len(args); i++ {
-			if args[i] == "--setenv" && args[i+1] == runMarkEnv && args[i+2] == id {
-				pids = append(pids, pid)
-				break
-			}
+		if cmdline, err := os.ReadFile(dir + "/cmdline"); err == nil && runMark(cmdline) == id {
+			pids = append(pids, pid)
 		}
 	}
 	return pids
+}
+
+// runMark is the run ID a bubblewrap command line carries, or "".
+func runMark(cmdline []byte) string {
+	args := strings.Split(string(cmdline), "\x00")
+	for i := 0; i+2 < len(args); i++ {
+		if args[i] == "--setenv" && args[i+1] == runMarkEnv {
+			return args[i+2]
+		}
+	}
+	return ""
 }
 
 // EndOrphans ends what runs of this user whose supervisor died left
