@@ -182,6 +182,9 @@ type hgw struct {
 	// answered counts, per tool, the calls that got a tool result (a
 	// JSON-RPC error is no call the gateway took).
 	answered map[string]int
+	// progress are the messages of the gateway's notifications/progress,
+	// by progress token.
+	progress map[any][]string
 }
 
 // startHostile starts a gateway in a bubblewrap world of its own, with
@@ -215,7 +218,7 @@ func startHostile(t *testing.T, asUser bool, o hostileOpts) *hgw {
 		"    call_timeout_seconds: " + strconv.Itoa(o.timeout) + "\n" + o.entry
 	must(t, os.WriteFile(w.cfg, []byte(s), 0o644))
 
-	g := &hgw{w: w, state: state, agent: o.agent, stderr: &syncBuffer{}, answered: map[string]int{}}
+	g := &hgw{w: w, state: state, agent: o.agent, stderr: &syncBuffer{}, answered: map[string]int{}, progress: map[any][]string{}}
 	cmd := exec.Command(w.bin, "--log-level", "debug", "serve", "--stdio", "--config", w.cfg, "--admin-dir", w.admin, "--agent", o.agent)
 	cmd.Dir = w.ws
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "E2E_GITHUB_TOKEN=" + secretToken, "E2E_OTHER_TOKEN=other-secret-value-123", "HOME=" + w.dir}
@@ -225,6 +228,11 @@ func startHostile(t *testing.T, asUser bool, o hostileOpts) *hgw {
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-hostile", Version: "1"}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { g.listChanged.Add(1) },
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			g.progress[r.Params.ProgressToken] = append(g.progress[r.Params.ProgressToken], r.Params.Message)
+		},
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -277,15 +285,19 @@ func (g *hgw) waitTools(t testing.TB, what string, ok func([]string) bool) []str
 
 // call calls a tool through the gateway (safe off the test's goroutine).
 func (g *hgw) call(name string, args map[string]any) (*mcp.CallToolResult, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
 	if args == nil {
 		args = map[string]any{}
 	}
-	res, err := g.cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	return g.callWith(&mcp.CallToolParams{Name: name, Arguments: args})
+}
+
+func (g *hgw) callWith(params *mcp.CallToolParams) (*mcp.CallToolResult, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := g.cs.CallTool(ctx, params)
 	if err == nil {
 		g.mu.Lock()
-		g.answered[name]++
+		g.answered[params.Name]++
 		g.mu.Unlock()
 	}
 	return res, err
@@ -597,6 +609,7 @@ func hostileShared(t *testing.T, asUser bool) {
 		// host, never contacted.
 		entry: "    egress: [allowed.mitrity.invalid]\n"})
 	t.Run("leak", func(t *testing.T) { hostileLeak(t, g) })
+	t.Run("progress-messages", func(t *testing.T) { hostileProgress(t, g) })
 	t.Run("inject-deny", func(t *testing.T) { hostileInjectDeny(t, g) })
 	t.Run("flood", func(t *testing.T) { hostileFlood(t, g) })
 	t.Run("hang", func(t *testing.T) { hostileHang(t, g) })
@@ -642,6 +655,50 @@ func hostileLeak(t *testing.T, g *hgw) {
 	b, err := os.ReadFile(g.w.audit)
 	must(t, err)
 	hostileNoSecrets(t, "the audit file", b)
+}
+
+// 3b. The leak's secrets and the injection in the messages of the
+// upstream's notifications/progress, which the gateway passes on to the
+// agent: each notification's message is redacted as a result is
+// (the credential in every form, the profile's DLP detectors) or withheld
+// (an injection, under the default injection.results: deny).
+func hostileProgress(t *testing.T, g *hgw) {
+	for _, c := range []struct{ say, want string }{
+		{"leak", "[REDACTED:credential:github_token]"},
+		{"inject", "withheld: it reads as a prompt injection"},
+	} {
+		t.Run(c.say, func(t *testing.T) {
+			tok := "e2e-progress-" + c.say
+			params := &mcp.CallToolParams{Name: "hostile__progress", Arguments: map[string]any{"steps": 2, "say": c.say}}
+			params.SetProgressToken(tok)
+			res, err := g.callWith(params)
+			if err != nil || res.IsError || hostileText(res) != "done\n" {
+				t.Fatalf("progress: %v %s", err, hostileJSON(res))
+			}
+			// The first is sent 100 ms before the answer, so it is passed
+			// on before it; the last, sent the moment before, can be
+			// handled after the answer and is then dropped (docs/upstreams.md,
+			// Progress).
+			time.Sleep(200 * time.Millisecond)
+			g.mu.Lock()
+			msgs := slices.Clone(g.progress[tok])
+			g.mu.Unlock()
+			if len(msgs) < 1 || len(msgs) > 2 {
+				t.Fatalf("%d progress notifications, want 1 or 2: %q", len(msgs), msgs)
+			}
+			for _, m := range msgs {
+				hostileNoSecrets(t, "a progress message", []byte(m))
+				for _, s := range hostileInjection {
+					if strings.Contains(m, s) {
+						t.Errorf("a progress message carries the injection's %q: %q", s, m)
+					}
+				}
+				if !strings.Contains(m, c.want) {
+					t.Errorf("progress message %q, want it to hold %q", m, c.want)
+				}
+			}
+		})
+	}
 }
 
 // 4. An injection in the result, under the default injection.results

@@ -311,7 +311,7 @@ func TestUpstream(t *testing.T) {
 					t.Fatalf("tools %v, want %v", names, allTools)
 				}
 				want := map[string][]string{"echo": {"text"}, "flood": {"bytes"}, "connect": {"addr", "url"},
-					"readfile": {"path"}, "writefile": {"content", "path"}, "mutate": {"poison"}, "progress": {"steps"}}
+					"readfile": {"path"}, "writefile": {"content", "path"}, "mutate": {"poison"}, "progress": {"say", "steps"}}
 				for _, n := range allTools {
 					if !slices.Equal(props[n], want[n]) {
 						t.Errorf("%s: properties %v, want %v", n, props[n], want[n])

@@ -115,14 +115,9 @@ func exchange[T any](ctx context.Context, fw *forwarding, do func(context.Contex
 	if err != nil {
 		return nil, &failure{govern.StatusFailedToStart, govern.ReasonSpawnError, "the answer could not be redacted, so nothing was sent: " + err.Error()}
 	}
-	// Whatever of the upstream's reaches the agent goes through the
-	// redactor and the injection scanner, its error messages included.
 	words := func(v string) string {
-		r, n := redact(v)
+		r, n := upstreamWords(v, redact, fw.st.Profile)
 		fw.card.RedactionCount += n
-		if inj := inject.Scan(r); len(inj) > 0 && fw.st.Profile.Injection.Results != policy.ResultInjectionOff {
-			return fmt.Sprintf("[the upstream's message was withheld: it reads as a prompt injection (%s)]", inj[0].Kind)
-		}
 		return r
 	}
 	cctx, cancel := context.WithTimeout(ctx, time.Duration(cfg.CallTimeoutSeconds)*time.Second)
@@ -171,6 +166,34 @@ func exchange[T any](ctx context.Context, fw *forwarding, do func(context.Contex
 	return res, nil
 }
 
+// upstreamWords is one string of the upstream's that reaches the agent
+// beside the answer (an error message, a progress message) as the agent
+// gets it: redacted as the answer is, and withheld when it reads as a
+// prompt injection (unless the profile's injection.results is off); n is
+// the redactions made.
+func upstreamWords(v string, redact upstream.Redact, prof policy.Profile) (out string, n int) {
+	r, n := redact(v)
+	if inj := inject.Scan(r); len(inj) > 0 && prof.Injection.Results != policy.ResultInjectionOff {
+		return fmt.Sprintf("[the upstream's message was withheld: it reads as a prompt injection (%s)]", inj[0].Kind), n
+	}
+	return r, n
+}
+
+// progressTo is report for the upstream's progress notifications of one
+// call: each message goes through upstreamWords under the call's profile,
+// its redactions counted when the call ends (done). A redactor that cannot
+// be built withholds every message.
+func (fw *forwarding) progressTo(report func(float64, float64, string)) (to func(float64, float64, string), done func()) {
+	redact, counts, err := fw.s.resultRedactor(fw.st.Profile)
+	if err != nil {
+		return func(p, t float64, _ string) { report(p, t, "") }, func() {}
+	}
+	return func(p, t float64, msg string) {
+		msg, _ = upstreamWords(msg, redact, fw.st.Profile)
+		report(p, t, msg)
+	}, func() { fw.s.countRedactions(counts()) }
+}
+
 // record writes the request's one event; an error is what the agent is
 // told it could not be recorded.
 func (fw *forwarding) record() error {
@@ -206,7 +229,9 @@ func (s bound) forward(ctx context.Context, st *pipeline.State, d govern.Decisio
 		if progress != nil {
 			tok := fmt.Sprintf("mitrity-%d", progressSeq.Add(1))
 			params.SetProgressToken(tok)
-			defer s.ups.watchProgress(tok, progress)()
+			to, done := fw.progressTo(progress)
+			defer done()
+			defer s.ups.watchProgress(tok, to)()
 		}
 		return sess.CallTool(ctx, params)
 	})

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -452,7 +453,9 @@ func (s bound) resultRedactor(prof policy.Profile) (upstream.Redact, func() map[
 		mu.Unlock()
 		return out, n
 	}
-	return f, func() map[string]int { return tally }, nil
+	// A copy: a progress notification can still be redacted while the
+	// call's end counts them.
+	return f, func() map[string]int { mu.Lock(); defer mu.Unlock(); return maps.Clone(tally) }, nil
 }
 
 // countRedactions adds an answer's redactions to the metrics.
@@ -787,6 +790,6 @@ func (s *Service) onProgress(tok any, progress, total float64, msg string) {
 	report := u.progress[t]
 	u.mu.Unlock()
 	if report != nil {
-		report(progress, total, s.scrubText(msg))
+		report(progress, total, msg) // redacted and scanned by the call's report (progressTo)
 	}
 }
