@@ -532,6 +532,7 @@ func TestUpstreamHostile(t *testing.T) {
 			{"credential-not-granted", hostileNoGrant},
 			{"unsandboxed-control", hostileUnsandboxed},
 			{"orphan-holds-pipes", hostileOrphanHoldsPipes},
+			{"secret-in-descriptions", hostileDescribedSecret},
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				t.Parallel()
@@ -539,6 +540,54 @@ func TestUpstreamHostile(t *testing.T) {
 			})
 		}
 	})
+}
+
+// hostileDescribedSecret: the upstream lists the granted credential (in
+// every form) in the descriptions of a tool, a resource and a prompt. The
+// agent's tools/list, resources/list and prompts/list carry none of it,
+// each description redacted in place, and the tool still works.
+func hostileDescribedSecret(t *testing.T, asUser bool) {
+	g := startHostile(t, asUser, hostileOpts{policy: hostilePolicy, env: map[string]string{"HOSTILE_DESCRIBE_SECRET": "1"}})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	descs := map[string]string{}
+	tools, err := g.cs.ListTools(ctx, nil)
+	must(t, err)
+	for _, x := range tools.Tools {
+		descs["tool "+x.Name] = x.Description
+	}
+	resources, err := g.cs.ListResources(ctx, nil)
+	must(t, err)
+	for _, x := range resources.Resources {
+		descs["resource "+x.URI] = x.Description
+	}
+	prompts, err := g.cs.ListPrompts(ctx, nil)
+	must(t, err)
+	for _, x := range prompts.Prompts {
+		descs["prompt "+x.Name] = x.Description
+	}
+	for _, k := range []string{"tool hostile__echo", "resource hostile://readme", "prompt hostile__greet"} {
+		d, ok := descs[k]
+		if !ok {
+			t.Errorf("%s is not listed: %v", k, slices.Sorted(maps.Keys(descs)))
+			continue
+		}
+		hostileNoSecrets(t, k+"'s description", []byte(d))
+		if strings.Count(d, "[REDACTED:credential:github_token]") != 4 {
+			t.Errorf("%s's description is not redacted in place: %q", k, d)
+		}
+	}
+	for _, b := range [][]byte{mustJSON(t, tools), mustJSON(t, resources), mustJSON(t, prompts)} {
+		hostileNoSecrets(t, "a listing", b)
+	}
+	g.echo(t, "still served")
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	must(t, err)
+	return b
 }
 
 // wrapped is the entry's command: argv, or a sh -c script starting it.

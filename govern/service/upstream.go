@@ -137,7 +137,53 @@ func (s *Service) UpstreamTools() []upstream.Tool {
 	if s.ups == nil {
 		return nil
 	}
-	return s.ups.catalog.Tools()
+	return shownAll(s, s.ups.catalog.Tools(), func(t *upstream.Tool) **mcp.Tool { return &t.Def })
+}
+
+// shown is one of an upstream's definitions (a tool, resource, template
+// or prompt) as the agent is shown it: every string, key and value, with
+// each credential value the gateway holds, in every form, redacted, as in
+// what a call returns; a server holding one could list it in a
+// description. def itself is left as the catalog keeps it (its hash is of
+// what the server listed). A redactor that cannot be built shows nothing.
+func shown[T any](s *Service, def *T) *T {
+	red, err := s.known.redactor()
+	if err != nil {
+		return nil
+	}
+	c := *def
+	seen, err := upstream.Clean(&c, func(v string) (string, int) {
+		b, by := red.Redactor.Redact([]byte(v))
+		n := 0
+		for _, k := range by {
+			n += k
+		}
+		return string(b), n
+	})
+	switch {
+	case err != nil:
+		return nil
+	case seen.Redactions == 0:
+		return def
+	}
+	return &c
+}
+
+// shownAll is list with the definition at def of each entry shown (shown);
+// an entry whose definition cannot be shown is left out.
+func shownAll[E, T any](s *Service, list []E, def func(*E) **T) []E {
+	out := list[:0:0]
+	for _, e := range list {
+		d := def(&e)
+		if *d == nil {
+			out = append(out, e)
+			continue
+		}
+		if *d = shown(s, *d); *d != nil {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // UpstreamWithheld are the upstream tools listed and withheld now: absent
@@ -193,7 +239,8 @@ func (s *Service) UpstreamResources() []upstream.Resource {
 	if s.ups == nil {
 		return nil
 	}
-	return s.ups.offers.Resources()
+	rs := shownAll(s, s.ups.offers.Resources(), func(r *upstream.Resource) **mcp.Resource { return &r.Def })
+	return shownAll(s, rs, func(r *upstream.Resource) **mcp.ResourceTemplate { return &r.Template })
 }
 
 // UpstreamPrompts are the upstream prompts served now.
@@ -201,7 +248,7 @@ func (s *Service) UpstreamPrompts() []upstream.Prompt {
 	if s.ups == nil {
 		return nil
 	}
-	return s.ups.offers.Prompts()
+	return shownAll(s, s.ups.offers.Prompts(), func(p *upstream.Prompt) **mcp.Prompt { return &p.Def })
 }
 
 // UpstreamHealth is each upstream's state: nil when connected.
