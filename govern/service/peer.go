@@ -4,6 +4,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -75,20 +76,30 @@ func (f *inflight) only(server string) (Peer, error) {
 }
 
 // sample passes an allowed sampling request of server's on to the agent
-// whose call is in flight.
+// whose call is in flight, every credential value in it redacted (shown).
 func (s *Service) sample(ctx context.Context, server string, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
 	peer, err := s.ups.calls.only(server)
 	if err != nil {
 		return nil, err
 	}
+	if p = shown(s, p); p == nil {
+		return nil, errUnshowable
+	}
 	return peer.CreateMessage(ctx, p)
 }
+
+// errUnshowable refuses a request whose credential values could not be
+// redacted before it reached the agent.
+var errUnshowable = errors.New("the request could not be redacted before it reached the agent, so it was not passed on")
 
 // elicit passes an allowed elicitation request on likewise.
 func (s *Service) elicit(ctx context.Context, server string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
 	peer, err := s.ups.calls.only(server)
 	if err != nil {
 		return nil, err
+	}
+	if p = shown(s, p); p == nil {
+		return nil, errUnshowable
 	}
 	return peer.Elicit(ctx, p)
 }

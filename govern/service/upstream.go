@@ -141,11 +141,12 @@ func (s *Service) UpstreamTools() []upstream.Tool {
 }
 
 // shown is one of an upstream's definitions (a tool, resource, template
-// or prompt) as the agent is shown it: every string, key and value, with
-// each credential value the gateway holds, in every form, redacted, as in
-// what a call returns; a server holding one could list it in a
-// description. def itself is left as the catalog keeps it (its hash is of
-// what the server listed). A redactor that cannot be built shows nothing.
+// or prompt), or a request it sends the agent (sampling, elicitation), as
+// the agent is shown it: every string, key and value, with each credential
+// value the gateway holds, in every form, redacted, as in what a call
+// returns; a server holding one could put it in a description or a
+// message. def itself is left as it is (a definition's hash is of what the
+// server listed). nil when the redactor cannot be built.
 func shown[T any](s *Service, def *T) *T {
 	red, err := s.known.redactor()
 	if err != nil {
