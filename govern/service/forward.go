@@ -171,7 +171,7 @@ func exchange[T any](ctx context.Context, fw *forwarding, do func(context.Contex
 // gets it: redacted as the answer is, and withheld when it reads as a
 // prompt injection (unless the profile's injection.results is off); n is
 // the redactions made.
-func upstreamWords(v string, redact upstream.Redact, prof policy.Profile) (out string, n int) {
+func upstreamWords(v string, redact upstream.Redact, prof policy.Profile) (string, int) {
 	r, n := redact(v)
 	if inj := inject.Scan(r); len(inj) > 0 && prof.Injection.Results != policy.ResultInjectionOff {
 		return fmt.Sprintf("[the upstream's message was withheld: it reads as a prompt injection (%s)]", inj[0].Kind), n

@@ -154,12 +154,10 @@ func shown[T any](s *Service, def *T) *T {
 	}
 	c := *def
 	seen, err := upstream.Clean(&c, func(v string) (string, int) {
-		b, by := red.Redactor.Redact([]byte(v))
-		n := 0
-		for _, k := range by {
-			n += k
+		if r := red.Scrub(v); r != v {
+			return r, 1
 		}
-		return string(b), n
+		return v, 0
 	})
 	switch {
 	case err != nil:
