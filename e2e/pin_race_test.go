@@ -70,3 +70,60 @@ profiles:
 		t.Errorf("the unjudged script ran (%s exists)", marker)
 	}
 }
+
+// TestPinThroughLink: a script named through a symbolic link in the
+// workspace is refused before anything runs, because the run could
+// re-point the link and run unjudged bytes by the same name (the review's
+// `bash L/s.sh; ln -sfn e L; bash L/s.sh` printed GOOD, then EVIL). Named by
+// its real path, the same swap changes nothing. Checked on the host: the
+// unjudged script's marker is never written, the link is unchanged.
+func TestPinThroughLink(t *testing.T) { forGatewayIdentities(t, testPinThroughLink) }
+
+func testPinThroughLink(t *testing.T, asUser bool) {
+	policy := `default_agent:
+  profile: dev
+profiles:
+  dev:
+    sandbox_required: true
+    exec_timeout_seconds: 30
+    script_inspection_roots: ["${workspace}"]
+`
+	w := newWorldBackend(t, asUser, policy, "auto")
+	uid, gid := ensureUser(t)
+	marker := filepath.Join(w.ws, "PWNED")
+	for dir, body := range map[string]string{"d": "echo GOOD\n", "e": "echo EVIL; : > " + marker + "\n"} {
+		must(t, os.Mkdir(filepath.Join(w.ws, dir), 0o755))
+		must(t, os.WriteFile(filepath.Join(w.ws, dir, "s.sh"), []byte(body), 0o644))
+	}
+	must(t, os.Symlink("d", filepath.Join(w.ws, "L")))
+	must(t, os.Symlink("d/s.sh", filepath.Join(w.ws, "run.sh")))
+	chownTree(t, w.ws, int(uid), int(gid))
+	for _, c := range []struct{ name, command, link, target string }{
+		{"directory-link", "bash L/s.sh; ln -sfn e L; bash L/s.sh", "L", "d"},
+		{"file-link", "bash run.sh; ln -sf e/s.sh run.sh; bash run.sh", "run.sh", "d/s.sh"},
+		{"link-unchanged", "bash L/s.sh", "L", "d"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := w.exec(t, "--", c.command)
+			if r.code == 0 || strings.Contains(r.stdout, "GOOD") || !strings.Contains(r.stderr, "symbolic link") {
+				t.Errorf("a script named through a link in the workspace was not refused before running: %+v", r)
+			}
+			if _, err := os.Stat(marker); err == nil {
+				t.Fatalf("the unjudged script ran (%s exists)", marker)
+			}
+			if got, err := os.Readlink(filepath.Join(w.ws, c.link)); err != nil || got != c.target {
+				t.Errorf("the link %s now points to %q (%v)", c.link, got, err)
+			}
+		})
+	}
+	// The control: by the real path the swap runs the judged bytes twice.
+	t.Run("real-path", func(t *testing.T) {
+		r := w.exec(t, "--", "bash d/s.sh; ln -sfn e L; bash d/s.sh; ln -sfn d L")
+		if r.code != 0 || r.stdout != "GOOD\nGOOD\n" {
+			t.Errorf("named by its real path: %+v", r)
+		}
+		if _, err := os.Stat(marker); err == nil {
+			t.Fatalf("the unjudged script ran (%s exists)", marker)
+		}
+	})
+}

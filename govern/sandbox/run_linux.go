@@ -77,6 +77,9 @@ func (e *execution) run(ctx context.Context) Result {
 	if err := verifyPins(s.Pins); err != nil {
 		return notStarted(govern.StatusNeverRan, govern.ReasonPinMismatch, "%v", err)
 	}
+	if err := pinLinks(s.Pins, s.WorkspaceRoots); err != nil {
+		return notStarted(govern.StatusNeverRan, govern.ReasonPinMismatch, "%v", err)
+	}
 	if err := verifyCwd(s); err != nil {
 		return notStarted(govern.StatusNeverRan, govern.ReasonCwdOutsideWorkspace, "%v", err)
 	}
@@ -165,6 +168,54 @@ func verifyPins(pins []govern.Pin) error {
 		sum := sha256.Sum256(p.Bytes)
 		if hex.EncodeToString(sum[:]) != strings.ToLower(p.SHA256) {
 			return fmt.Errorf("pinned script %s: the bytes to bind do not hash to the judged %s", p.Path, p.SHA256)
+		}
+	}
+	return nil
+}
+
+// pinLinks refuses a pin whose path, as the command names it, goes through
+// a symbolic link inside a workspace root. The judged bytes are bound over
+// what the path resolves to when the sandbox is set up, and the directories
+// on the way are anchored; a link in a writable place is not: the run
+// itself could re-point it (ln -sfn elsewhere L) and then run bytes nobody
+// judged through the same name. A link elsewhere (the read-only host) stays
+// as it was for the whole run.
+func pinLinks(pins []govern.Pin, roots []string) error {
+	var real []string
+	for _, r := range roots {
+		if rr, err := filepath.EvalSymlinks(r); err == nil {
+			real = append(real, rr)
+		}
+	}
+	inRoot := func(dir string) string {
+		for _, r := range real {
+			if within(r, dir) {
+				return r
+			}
+		}
+		return ""
+	}
+	for _, p := range pins {
+		if !filepath.IsAbs(p.Path) {
+			continue // Validate refuses it
+		}
+		dir := "/"
+		for _, name := range strings.Split(strings.TrimPrefix(filepath.Clean(p.Path), "/"), "/") {
+			next := filepath.Join(dir, name)
+			fi, err := os.Lstat(next)
+			if err != nil {
+				break // gone: nothing is bound, the command cannot run it
+			}
+			if fi.Mode()&os.ModeSymlink == 0 {
+				dir = next
+				continue
+			}
+			if root := inRoot(dir); root != "" {
+				return fmt.Errorf("pinned script %s is named through the symbolic link %s, inside the workspace root %s: the command could re-point the link and run bytes that were not judged, so nothing was run; name the script by its real path (%s)", p.Path, next, root, p.RealPath)
+			}
+			if dir, err = filepath.EvalSymlinks(next); err != nil {
+				break
+			}
 		}
 	}
 	return nil
