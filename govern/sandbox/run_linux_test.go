@@ -126,11 +126,9 @@ func TestRunPinnedScriptSwapped(t *testing.T) {
 	script := filepath.Join(ws, "deploy.sh")
 	judged := []byte("echo JUDGED\n")
 	assert.NilError(t, os.WriteFile(script, judged, 0o755))
-	link := filepath.Join(ws, "run.sh")
-	assert.NilError(t, os.Symlink(script, link))
 	sum := sha256.Sum256(judged)
-	s := shellSpec(ws, `bash ./run.sh; ./deploy.sh; cat deploy.sh`)
-	s.Pins = []govern.Pin{{Path: link, RealPath: script, SHA256: hex.EncodeToString(sum[:]), Bytes: judged}}
+	s := shellSpec(ws, `bash ./deploy.sh; ./deploy.sh; cat deploy.sh`)
+	s.Pins = []govern.Pin{{Path: script, RealPath: script, SHA256: hex.EncodeToString(sum[:]), Bytes: judged}}
 	// After the decision, the file changes on disk.
 	assert.NilError(t, os.WriteFile(script, []byte("echo SWAPPED\n"), 0o755))
 	r := runIn(t, context.Background(), s)
@@ -139,6 +137,20 @@ func TestRunPinnedScriptSwapped(t *testing.T) {
 	assert.Check(t, is.Equal(r.PinMethod, "bind"))
 	b, _ := os.ReadFile(script)
 	assert.Check(t, is.Equal(string(b), "echo SWAPPED\n"), "the host file is left as it is")
+
+	// Named through a link in the workspace, which the run could re-point
+	// before running it again: nothing runs.
+	link := filepath.Join(ws, "run.sh")
+	assert.NilError(t, os.Symlink(script, link))
+	marker := filepath.Join(ws, "RAN")
+	s = shellSpec(ws, `: > RAN; bash ./run.sh`)
+	s.Pins = []govern.Pin{{Path: link, RealPath: script, SHA256: hex.EncodeToString(sum[:]), Bytes: judged}}
+	r = runIn(t, context.Background(), s)
+	assert.Check(t, is.Equal(r.Status, govern.StatusNeverRan))
+	assert.Check(t, is.Equal(r.Reason, govern.ReasonPinMismatch))
+	assert.Check(t, is.Contains(r.Message, "symbolic link "+link))
+	_, err := os.Stat(marker)
+	assert.Check(t, os.IsNotExist(err), "the command ran")
 }
 
 func TestRunPinMismatchRunsNothing(t *testing.T) {

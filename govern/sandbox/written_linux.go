@@ -1,12 +1,15 @@
 package sandbox
 
 import (
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/mitrity/mitrity/govern/secretscan"
 )
@@ -57,13 +60,7 @@ func findWritten(roots []string, start time.Time, m *secretscan.Matcher) (found 
 				partial = true
 				return nil
 			}
-			f, err := os.Open(p)
-			if err != nil {
-				return nil
-			}
-			buf = buf[:0]
-			b, err := readAllInto(f, buf)
-			f.Close()
+			b, err := readChanged(root, p, buf[:0], writtenMaxFile)
 			read += int64(len(b))
 			if err == nil {
 				if id, ok := m.Find(b); ok {
@@ -78,6 +75,48 @@ func findWritten(roots []string, start time.Time, m *secretscan.Matcher) (found 
 		}
 	}
 	return found, partial
+}
+
+// readChanged reads the regular file at p, under root, into buf: at most
+// max bytes. The tree is the runs', which can change it while it is
+// searched (another run of the same workspace is still going): p is opened
+// beneath root without following any symbolic link, non-blocking (a FIFO
+// swapped in does not wait for a writer), and what was opened must be a
+// regular file of at most max bytes; a device (/dev/zero) or a file grown
+// since the walk saw it is not read past max.
+func readChanged(root, p string, buf []byte, max int64) ([]byte, error) {
+	rel, err := filepath.Rel(root, p)
+	if err != nil {
+		return buf, err
+	}
+	dir, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return buf, err
+	}
+	defer unix.Close(dir)
+	flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_NOCTTY | unix.O_CLOEXEC
+	fd, err := unix.Openat2(dir, rel, &unix.OpenHow{
+		Flags:   uint64(flags),
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if err == unix.ENOSYS {
+		// Before Linux 5.6: only the last component is not followed; what
+		// is opened is still checked to be a bounded regular file.
+		fd, err = unix.Openat(dir, rel, flags, 0)
+	}
+	if err != nil {
+		return buf, err
+	}
+	f := os.NewFile(uintptr(fd), p)
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return buf, err
+	}
+	if !fi.Mode().IsRegular() || fi.Size() > max {
+		return buf, fmt.Errorf("%s: not a regular file of at most %d bytes", p, max)
+	}
+	return readAllInto(io.LimitReader(f, max), buf)
 }
 
 func changedSince(fi fs.FileInfo, start time.Time) bool {
