@@ -33,6 +33,10 @@ func Analyze(in Input) *Analysis {
 		return a
 	}
 	if d := checkText(in.Text); d != nil {
+		// The refusal is audited like any other: its event names the
+		// text by its hash.
+		sum := sha256.Sum256([]byte(in.Text))
+		a.SHA256 = hex.EncodeToString(sum[:])
 		a.Denial = d
 		return a
 	}

@@ -1,6 +1,8 @@
 package shell
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"os/exec"
 	"strings"
 	"testing"
@@ -39,6 +41,12 @@ func TestCheckText(t *testing.T) {
 			assert.Assert(t, d != nil)
 			assert.Equal(t, d.Reason, govern.ReasonInvalidInput)
 			assert.DeepEqual(t, d.Pos, tt.pos)
+			// The refusal's event names the text by its hash (an event
+			// without one cannot be written, and the call went unaudited).
+			a := Analyze(Input{Text: tt.text, Dialect: DialectBash})
+			sum := sha256.Sum256([]byte(tt.text))
+			assert.Check(t, is.Equal(a.SHA256, hex.EncodeToString(sum[:])))
+			assert.Check(t, a.Denial != nil && a.Denial.Reason == govern.ReasonInvalidInput)
 		})
 	}
 }
