@@ -41,6 +41,12 @@ type Caller interface {
 	Reject(ctx context.Context, call govern.Call, reason govern.Reason, msg string) service.Result
 }
 
+// permitter is the part of the service that answers tool permissions
+// (*service.Service): what tools/list may show an agent.
+type permitter interface {
+	Permits(agent, actionType string) bool
+}
+
 // Options configure a Server.
 type Options struct {
 	// Service runs the calls.
@@ -91,6 +97,7 @@ type Server struct {
 	// ups serves the upstream tools; served maps each served name to its
 	// definition's hash, under upMu.
 	ups       Upstreams
+	permits   func(agent, actionType string) bool // nil: the Service cannot tell (tests' fakes)
 	upMu      sync.Mutex
 	served    map[string]string
 	withheld  map[string]bool              // registered, never listed
@@ -126,8 +133,17 @@ func New(o Options) *Server {
 	if o.Enabled {
 		s.mcp.AddTool(Tool(), s.handle)
 	}
-	if s.ups != nil {
+	// tools/list shows an agent only what its tool permissions let it
+	// call, shell__execute too, with or without upstreams.
+	if p, ok := o.Service.(permitter); ok {
+		s.permits = p.Permits
+	} else if s.ups != nil {
+		s.permits = s.ups.Permits
+	}
+	if s.permits != nil {
 		s.mcp.AddReceivingMiddleware(s.filterTools)
+	}
+	if s.ups != nil {
 		s.SyncUpstreamTools()
 	}
 	return s

@@ -28,10 +28,15 @@ agents:
   ci:
     profile: dev
     credentials: [github_token]
+  locked:
+    profile: locked
 profiles:
   dev:
     sandbox_required: false
     exec_timeout_seconds: 30
+  locked:
+    sandbox_required: false
+    tool_permissions: [{pattern: "shell:*", action: deny}]
 `
 
 // newService builds a service like the e2e tests do: backend none, a
@@ -211,6 +216,28 @@ func TestCallStdinAndCwd(t *testing.T) {
 	res, st, _ = call(t, cs, map[string]any{"command": "pwd", "cwd": "/"})
 	if !res.IsError || st.Reason != string(govern.ReasonCwdOutsideWorkspace) {
 		t.Fatalf("cwd outside the workspace: %+v", st)
+	}
+}
+
+// TestListMatchesPermission: with no upstream configured too, an agent
+// whose tool permissions deny shell:* is not shown shell__execute (its call
+// is refused tool_permission); another agent is.
+func TestListMatchesPermission(t *testing.T) {
+	svc := newService(t, true)
+	for _, c := range []struct {
+		agent  string
+		listed bool
+	}{{"ci", true}, {"locked", false}} {
+		cs := connect(t, mcpserver.New(mcpserver.Options{Service: svc, Enabled: true, Agent: c.agent}))
+		tools, err := cs.ListTools(context.Background(), nil)
+		must(t, err)
+		if got := len(tools.Tools) == 1 && tools.Tools[0].Name == mcpserver.ToolName; got != c.listed || len(tools.Tools) > 1 {
+			t.Errorf("agent %s: tools/list %v, want shell__execute listed %v", c.agent, tools.Tools, c.listed)
+		}
+		res, st, _ := call(t, cs, map[string]any{"command": "true"})
+		if refused := res.IsError && st.Reason == "tool_permission"; refused == c.listed {
+			t.Errorf("agent %s: the call (%+v) disagrees with the list", c.agent, st)
+		}
 	}
 }
 

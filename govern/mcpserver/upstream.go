@@ -257,10 +257,20 @@ func (s *Server) handleUpstream(ctx context.Context, req *mcp.CallToolRequest, s
 func (s *Server) filterTools(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
-		if err != nil || s.ups == nil {
+		if err != nil {
 			return res, err
 		}
 		agent := agentOf(req.GetExtra(), s.agent)
+		if s.ups == nil {
+			if lr, ok := res.(*mcp.ListToolsResult); ok {
+				out := *lr
+				out.Tools = slices.DeleteFunc(slices.Clone(lr.Tools), func(t *mcp.Tool) bool {
+					return t.Name == ToolName && (agent == "" || !s.permits(agent, govern.ActionShellExecute))
+				})
+				return &out, nil
+			}
+			return res, err
+		}
 		switch r := res.(type) {
 		case *mcp.ListResourcesResult:
 			out := *r
@@ -304,7 +314,7 @@ func (s *Server) filterTools(next mcp.MethodHandler) mcp.MethodHandler {
 			if t.Name != ToolName {
 				action = upstream.ActionType(t.Name)
 			}
-			if agent != "" && !s.isWithheld(t.Name) && s.ups.Permits(agent, action) {
+			if agent != "" && !s.isWithheld(t.Name) && s.permits(agent, action) {
 				kept = append(kept, t)
 			}
 		}
