@@ -14,6 +14,7 @@ import (
 	"github.com/mitrity/mitrity/govern"
 	"github.com/mitrity/mitrity/govern/cliapp"
 	"github.com/mitrity/mitrity/govern/hold"
+	"github.com/mitrity/mitrity/govern/policy"
 	"github.com/mitrity/mitrity/govern/servecmd"
 	"github.com/mitrity/mitrity/govern/service"
 )
@@ -56,6 +57,9 @@ func runExec(c *cli.Context) error {
 	}
 	defer svc.Close()
 
+	if !policy.ValidAgentID(c.String("agent")) {
+		return cli.Exit(fmt.Sprintf("exec: --agent %q: an agent id is 1 to 128 letters, digits, '_', '-', '.', '@' or ':'", c.String("agent")), 126)
+	}
 	call := govern.Call{Agent: c.String("agent"), Surface: "cli", Command: strings.Join(c.Args().Slice(), " "),
 		Cwd: c.String("cwd"), TimeoutSeconds: c.Int("timeout"), Env: map[string]string{}}
 	if f := c.String("stdin-file"); f != "" {

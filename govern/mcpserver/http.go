@@ -15,15 +15,23 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mitrity/mitrity/govern/policy"
 )
 
-// Tokens maps bearer tokens to agent ids.
+// Tokens maps bearer tokens to agent ids. Copies share one set, which
+// Replace swaps (a reload of the token file).
 type Tokens struct {
-	entries []tokenEntry
+	set *tokenSet
+}
+
+type tokenSet struct {
+	entries atomic.Pointer[[]tokenEntry]
 }
 
 type tokenEntry struct {
@@ -36,15 +44,29 @@ const MinTokenLength = 16
 
 // NewTokens builds Tokens from a token → agent map.
 func NewTokens(m map[string]string) Tokens {
-	var t Tokens
+	entries := make([]tokenEntry, 0, len(m))
 	for tok, agent := range m {
-		t.entries = append(t.entries, tokenEntry{token: []byte(tok), agent: agent})
+		entries = append(entries, tokenEntry{token: []byte(tok), agent: agent})
 	}
+	t := Tokens{set: &tokenSet{}}
+	t.set.entries.Store(&entries)
 	return t
 }
 
+func (t Tokens) list() []tokenEntry {
+	if t.set == nil {
+		return nil
+	}
+	return *t.set.entries.Load()
+}
+
 // Len is the number of tokens.
-func (t Tokens) Len() int { return len(t.entries) }
+func (t Tokens) Len() int { return len(t.list()) }
+
+// Replace makes t (and every copy of it) answer with next's tokens from
+// now on: a token no longer listed is refused on its next request, on a
+// session it opened too.
+func (t Tokens) Replace(next Tokens) { t.set.entries.Store(next.set.entries.Load()) }
 
 // LoadTokens reads a token file: one `TOKEN AGENT_ID` per line, blank
 // lines and lines starting with # ignored. The file must not be readable
@@ -81,6 +103,9 @@ func LoadTokens(path string) (Tokens, error) {
 		if len(fields[0]) < MinTokenLength {
 			return Tokens{}, fmt.Errorf("%s:%d: the token is %d characters; at least %d", path, line, len(fields[0]), MinTokenLength)
 		}
+		if !policy.ValidAgentID(fields[1]) {
+			return Tokens{}, fmt.Errorf("%s:%d: agent id %q: an agent id is 1 to 128 letters, digits, '_', '-', '.', '@' or ':'", path, line, fields[1])
+		}
 		if _, dup := m[fields[0]]; dup {
 			return Tokens{}, fmt.Errorf("%s:%d: the token is listed twice", path, line)
 		}
@@ -99,7 +124,7 @@ func LoadTokens(path string) (Tokens, error) {
 // time.
 func (t Tokens) Agent(token string) (string, bool) {
 	agent, ok := "", false
-	for _, e := range t.entries {
+	for _, e := range t.list() {
 		if subtle.ConstantTimeCompare(e.token, []byte(token)) == 1 {
 			agent, ok = e.agent, true
 		}

@@ -469,7 +469,22 @@ func TestLoadTokens(t *testing.T) {
 	if _, err := mcpserver.LoadTokens(p); err == nil || !strings.Contains(err.Error(), "chmod 600") {
 		t.Errorf("a world-readable token file: %v", err)
 	}
-	for _, bad := range []string{"short ci\n", "tok-0123456789abcdef\n", "tok-0123456789abcdef a b\n", "", "tok-0123456789abcdef a\ntok-0123456789abcdef b\n"} {
+	// A reload swaps the set every copy answers from: a removed token is
+	// refused from then on.
+	copied := toks
+	must(t, os.Chmod(p, 0o600))
+	must(t, os.WriteFile(p, []byte("tok-fedcba9876543210 local\n"), 0o600))
+	next, err := mcpserver.LoadTokens(p)
+	must(t, err)
+	toks.Replace(next)
+	if _, ok := copied.Agent("tok-0123456789abcdef"); ok {
+		t.Error("a token removed by the reload still matched")
+	}
+	if a, ok := copied.Agent("tok-fedcba9876543210"); !ok || a != "local" || copied.Len() != 1 {
+		t.Errorf("after the reload: %q %v %d", a, ok, copied.Len())
+	}
+	for _, bad := range []string{"short ci\n", "tok-0123456789abcdef\n", "tok-0123456789abcdef a b\n", "", "tok-0123456789abcdef a\ntok-0123456789abcdef b\n",
+		"tok-0123456789abcdef a/b\n", "tok-0123456789abcdef " + strings.Repeat("a", 129) + "\n"} {
 		must(t, os.WriteFile(p, []byte(bad), 0o600))
 		must(t, os.Chmod(p, 0o600))
 		if _, err := mcpserver.LoadTokens(p); err == nil {

@@ -159,7 +159,7 @@ func build(name string, w *wirePolicy, doc *yamlfile.Doc) (*Policy, error) {
 	p.DefaultAgent = b.agent("default_agent", "", w.DefaultAgent, p.Profiles)
 	for _, id := range slices.Sorted(maps.Keys(w.Agents)) {
 		path := yamlfile.Key("agents", id)
-		if !validAgentID(id) {
+		if !ValidAgentID(id) {
 			b.keyErrorf(path, "an agent id is 1 to 128 letters, digits, '_', '-', '.', '@' or ':'")
 		}
 		p.Agents[id] = b.agent(path, id, w.Agents[id], p.Profiles)
@@ -514,7 +514,9 @@ func validName(s string, max int) bool {
 // the two equal without the policy importing the host config.
 func validCredentialID(id string) bool { return govern.ValidCredentialID(id) }
 
-func validAgentID(id string) bool {
+// ValidAgentID reports whether id is an agent id: 1 to 128 letters, digits,
+// '_', '-', '.', '@' or ':'.
+func ValidAgentID(id string) bool {
 	if id == "" || len(id) > 128 {
 		return false
 	}

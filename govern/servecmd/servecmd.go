@@ -26,6 +26,7 @@ import (
 	"github.com/mitrity/mitrity/govern/mcpserver"
 	"github.com/mitrity/mitrity/govern/metrics"
 	"github.com/mitrity/mitrity/govern/ownfiles"
+	"github.com/mitrity/mitrity/govern/policy"
 	"github.com/mitrity/mitrity/govern/sandbox"
 	"github.com/mitrity/mitrity/govern/service"
 	"github.com/mitrity/mitrity/govern/yamlfile"
@@ -144,6 +145,9 @@ func Serve(c *cli.Context, o Options) error {
 		return cli.Exit(o.prefix()+fmt.Sprintf("--stdio and --%s are exclusive", listen), 2)
 	}
 	logger := cliapp.Logger(c)
+	if !c.IsSet(listen) && !policy.ValidAgentID(c.String("agent")) {
+		return cli.Exit(o.prefix()+fmt.Sprintf("--agent %q: an agent id is 1 to 128 letters, digits, '_', '-', '.', '@' or ':'", c.String("agent")), 2)
+	}
 	tuneGC()
 	addr := c.String(listen)
 	var tokens mcpserver.Tokens
@@ -194,7 +198,18 @@ func Serve(c *cli.Context, o Options) error {
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	grace := c.Duration("grace")
-	go reloadOnHUP(ctx, load, svc, logger)
+	var reloadTokens func() error
+	if tokens.Len() > 0 {
+		file := c.String("token-file")
+		reloadTokens = func() error {
+			next, err := mcpserver.LoadTokens(file)
+			if err == nil {
+				tokens.Replace(next)
+			}
+			return err
+		}
+	}
+	go reloadOnHUP(ctx, load, reloadTokens, svc, logger)
 
 	var m *metrics.Metrics
 	if cfg.Admin.Listen != "" {
@@ -292,7 +307,7 @@ func startUpstreams(cfg *config.Config, svc *service.Service, srv *mcpserver.Ser
 // each SIGHUP. A config that does not validate, or a policy that does not
 // compile, leaves the running generation in place; either way the log says
 // what happened.
-func reloadOnHUP(ctx context.Context, load func() (*config.Config, error), svc *service.Service, logger zerolog.Logger) {
+func reloadOnHUP(ctx context.Context, load func() (*config.Config, error), reloadTokens func() error, svc *service.Service, logger zerolog.Logger) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -306,6 +321,15 @@ func reloadOnHUP(ctx context.Context, load func() (*config.Config, error), svc *
 		// postrotate sends SIGHUP once it has renamed the file.
 		if err := svc.ReopenAudit(); err != nil {
 			logger.Error().Err(err).Msg("the audit log could not be reopened")
+		}
+		// The token file too, on its own: revoking a token must not wait
+		// for a restart, nor for a config that loads.
+		if reloadTokens != nil {
+			if err := reloadTokens(); err != nil {
+				logger.Error().Err(err).Msg("token file reload refused: the running tokens stay")
+			} else {
+				logger.Info().Msg("reloaded the token file")
+			}
 		}
 		cfg, err := load()
 		if err == nil {
