@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mitrity/mitrity/govern/policy"
@@ -378,6 +379,21 @@ func readBody(next http.Handler, lim HTTPLimits) http.Handler {
 					http.Error(w, "reading the request body: "+err.Error(), http.StatusBadRequest)
 				}
 				return
+			}
+			// The message checks of the stdio transport (ids, members,
+			// batches; see checkMessage), so that both transports accept
+			// the same messages; a refused one gets its JSON-RPC error.
+			if r.Method == http.MethodPost {
+				if v := checkMessage(body); v.reply != nil || v.drop {
+					reply := v.reply
+					if reply == nil {
+						reply = errorResponse(nullID, jsonrpc.CodeInvalidRequest, "Invalid Request: "+v.why)
+					}
+					w.Header().Set("Content-Type", "application/json")
+					w.WriteHeader(http.StatusBadRequest)
+					_, _ = w.Write(append(reply, '\n'))
+					return
+				}
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
 		}

@@ -266,3 +266,45 @@ func checkJSONRPCBody(t *testing.T, rec *httptest.ResponseRecorder) {
 		parseAnswers(t, m)
 	}
 }
+
+// TestHTTPMessageChecks: over HTTP a message is checked as on stdio: an id
+// that is not a string or an integer, a member given twice, a batch, a body
+// that is not JSON get 400 and their JSON-RPC error (before, the SDK
+// answered a fractional id as an integer, an overflowing one as another
+// number, ran a batch, and answered non-JSON in text/plain); the session
+// goes on serving.
+func TestHTTPMessageChecks(t *testing.T) {
+	url := serveHTTP(t, mcpserver.New(mcpserver.Options{Service: newFakeCaller(), Enabled: true}), boundsTokens)
+	hc := &http.Client{Timeout: 10 * time.Second}
+	session := openSession(t, hc, url)
+	for _, c := range []struct {
+		name, msg string
+		code      int
+	}{
+		{"fractional id", `{"jsonrpc":"2.0","id":1.5,"method":"ping"}`, -32600},
+		{"overflowing id", `{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"ping"}`, -32600},
+		{"id twice", `{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}`, -32600},
+		{"batch", `[{"jsonrpc":"2.0","id":3,"method":"ping"},{"jsonrpc":"2.0","id":4,"method":"ping"}]`, -32600},
+		{"not JSON", `{"jsonrpc":"2.0",`, -32700},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			resp, body := post(t, context.Background(), hc, url, session, c.msg)
+			var got struct {
+				Error struct{ Code int } `json:"error"`
+			}
+			first := []byte(body)
+			var batch []json.RawMessage
+			if json.Unmarshal(first, &batch) == nil && len(batch) > 0 {
+				first = batch[0]
+			}
+			if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Content-Type") != "application/json" ||
+				json.Unmarshal(first, &got) != nil || got.Error.Code != c.code {
+				t.Errorf("%d %s %q, want 400 with JSON-RPC error %d", resp.StatusCode, resp.Header.Get("Content-Type"), body, c.code)
+			}
+		})
+	}
+	resp, body := post(t, context.Background(), hc, url, session, `{"jsonrpc":"2.0","id":9,"method":"ping"}`)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"id":9`) {
+		t.Fatalf("the session after the refusals: %d %s", resp.StatusCode, body)
+	}
+}

@@ -294,7 +294,7 @@ func decode(msg []byte) (jsonrpc.Message, error) {
 func checkBatch(msg []byte) verdict {
 	var elems []json.RawMessage
 	_ = json.Unmarshal(msg, &elems)
-	const why = "JSON-RPC batches are not supported (MCP removed them in 2025-06-18): send each message on a line of its own"
+	const why = "JSON-RPC batches are not supported (MCP removed them in 2025-06-18): send each message on its own (a line of its own on stdio, a request of its own over HTTP)"
 	if len(elems) == 0 {
 		return verdict{reply: errorResponse(nullID, jsonrpc.CodeInvalidRequest, "Invalid Request: an empty batch"), why: "an empty batch"}
 	}
