@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -44,6 +45,12 @@ func (e *Executor) runSandboxed(ctx context.Context, p *plan.Plan, creds map[str
 	}
 	for k, v := range env {
 		spec.Env = append(spec.Env, k+"="+v)
+	}
+	// The gateway's own home is masked like every home in /etc/passwd and
+	// under /home, wherever its HOME points (a service's state directory,
+	// a container's /app).
+	if h := os.Getenv("HOME"); filepath.IsAbs(h) {
+		spec.DenyHomes = append(spec.DenyHomes, filepath.Clean(h))
 	}
 	spec.Pins = p.Pins()
 	if u := p.RunAs(); u != nil {
