@@ -15,14 +15,7 @@ import (
 func TestGatewayHomeMasked(t *testing.T) { forGatewayIdentities(t, testGatewayHomeMasked) }
 
 func testGatewayHomeMasked(t *testing.T, asUser bool) {
-	policy := `default_agent:
-  profile: dev
-profiles:
-  dev:
-    sandbox_required: true
-    exec_timeout_seconds: 30
-`
-	w := newWorldBackend(t, asUser, policy, "auto")
+	w := newWorldBackend(t, asUser, sandboxedPolicy, "auto")
 	home, err := os.MkdirTemp("/var/tmp", "mitrity-e2e-home-")
 	must(t, err)
 	t.Cleanup(func() { os.RemoveAll(home) })

@@ -79,8 +79,9 @@ profiles:
 // unjudged script's marker is never written, the link is unchanged.
 func TestPinThroughLink(t *testing.T) { forGatewayIdentities(t, testPinThroughLink) }
 
-func testPinThroughLink(t *testing.T, asUser bool) {
-	policy := `default_agent:
+// sandboxedPolicy: every command in the sandbox, scripts in the workspace
+// inspected.
+const sandboxedPolicy = `default_agent:
   profile: dev
 profiles:
   dev:
@@ -88,7 +89,9 @@ profiles:
     exec_timeout_seconds: 30
     script_inspection_roots: ["${workspace}"]
 `
-	w := newWorldBackend(t, asUser, policy, "auto")
+
+func testPinThroughLink(t *testing.T, asUser bool) {
+	w := newWorldBackend(t, asUser, sandboxedPolicy, "auto")
 	uid, gid := ensureUser(t)
 	marker := filepath.Join(w.ws, "PWNED")
 	for dir, body := range map[string]string{"d": "echo GOOD\n", "e": "echo EVIL; : > " + marker + "\n"} {
