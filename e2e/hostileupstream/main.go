@@ -48,6 +48,9 @@
 //	sample-result   what became of the sampling request
 //	elicit-result   what became of the elicitation request
 //	mutated         the notes description mutate installed
+//	tools-lists     how many tools/list requests it has answered
+//	progress-token  the progress token of the last progress call
+//	list-changed-flood  HOSTILE_FLOOD_LIST_CHANGED's loop started
 //	stopped         the server returned normally (client went away, signal)
 //
 // Tools, their arguments and results are documented in tools.go, with the

@@ -262,7 +262,7 @@ func newClientHooks() (*clientHooks, *mcp.ClientOptions) {
 }
 
 var allTools = []string{"connect", "crash", "echo", "elicit", "flood", "garbage", "hang", "inject", "leak",
-	"mutate", "notes", "progress", "readfile", "sample", "writefile"}
+	"mutate", "notes", "progress", "readfile", "sample", "spray", "writefile"}
 
 // TestUpstream drives every benign-to-survive tool over each transport and
 // protocol generation against one server.
@@ -311,7 +311,8 @@ func TestUpstream(t *testing.T) {
 					t.Fatalf("tools %v, want %v", names, allTools)
 				}
 				want := map[string][]string{"echo": {"text"}, "flood": {"bytes"}, "connect": {"addr", "url"},
-					"readfile": {"path"}, "writefile": {"content", "path"}, "mutate": {"poison"}, "progress": {"say", "steps"}}
+					"readfile": {"path"}, "writefile": {"content", "path"}, "mutate": {"poison"}, "progress": {"say", "steps"},
+					"spray": {"guess", "message", "tokens"}}
 				for _, n := range allTools {
 					if !slices.Equal(props[n], want[n]) {
 						t.Errorf("%s: properties %v, want %v", n, props[n], want[n])
@@ -534,6 +535,26 @@ func TestUpstream(t *testing.T) {
 						}
 					case <-time.After(5 * time.Second):
 						t.Fatalf("progress notification %d did not arrive", i)
+					}
+				}
+			})
+
+			t.Run("spray", func(t *testing.T) {
+				if got := waitFile(t, u.marker("progress-token"), time.Second); got != "tok-"+c.name() {
+					t.Errorf("progress-token %q", got)
+				}
+				res := call(t, ctx, cs, "spray", map[string]any{"tokens": []string{"theirs"}, "guess": 2})
+				if got := textOf(t, res); got != "sprayed 3" {
+					t.Errorf("spray %q", got)
+				}
+				for _, want := range []string{"theirs", "mitrity-1", "mitrity-2"} {
+					select {
+					case p := <-hooks.progress:
+						if p.ProgressToken != want || p.Message != SprayMessage {
+							t.Errorf("sprayed %+v, want token %s", p, want)
+						}
+					case <-time.After(5 * time.Second):
+						t.Fatalf("sprayed notification %s did not arrive", want)
 					}
 				}
 			})

@@ -26,6 +26,10 @@ const (
 	NameAuditWriteErrors  = "mitrity_audit_write_errors_total"
 	NameAuditReopens      = "mitrity_audit_reopens_total"
 
+	// NameUpstreamProgressDropped counts upstream progress notifications
+	// that belong to no call of the session that sent them.
+	NameUpstreamProgressDropped = "mitrity_upstream_progress_dropped_total"
+
 	// The MCP server over Streamable HTTP (serve --http).
 	NameHTTPConnections        = "mitrity_http_connections"
 	NameHTTPConnectionsRefused = "mitrity_http_connections_refused_total"
@@ -93,6 +97,7 @@ type Metrics struct {
 	egressDenied prometheus.Counter
 	auditErrors  prometheus.Counter
 	auditReopens *prometheus.CounterVec
+	progressDrop prometheus.Counter
 	kinds        []string // the redaction kind vocabulary
 
 	connsRefused    *prometheus.CounterVec
@@ -135,6 +140,10 @@ func New() *Metrics {
 			Name: NameAuditWriteErrors,
 			Help: "Audit events that could not be built or written: calls missing from the trail.",
 		}),
+		progressDrop: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: NameUpstreamProgressDropped,
+			Help: "Progress notifications of upstream servers dropped because they belong to no call the sending session serves (an unknown token, or another server's call).",
+		}),
 	}
 	m.kinds = []string{KindCredential}
 	for _, d := range dlp.DetectorNames() {
@@ -163,7 +172,7 @@ func New() *Metrics {
 		Name: NameMCPSessions,
 		Help: "MCP sessions open over Streamable HTTP.",
 	}, func() float64 { return m.servingValue(func(s *serving) func() int { return s.sessions }) })
-	m.reg.MustRegister(m.decisions, m.executions, m.duration, m.redactions, m.egressDenied, m.auditErrors, m.auditReopens,
+	m.reg.MustRegister(m.decisions, m.executions, m.duration, m.redactions, m.egressDenied, m.auditErrors, m.auditReopens, m.progressDrop,
 		m.connsRefused, m.sessionsRefused, conns, sessions,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, r := range ConnRefusedReasons {
@@ -250,6 +259,15 @@ func (m *Metrics) AuditWriteError() {
 		return
 	}
 	m.auditErrors.Inc()
+}
+
+// UpstreamProgressDropped counts one upstream progress notification
+// dropped: it belongs to no call of the session that sent it.
+func (m *Metrics) UpstreamProgressDropped() {
+	if m == nil {
+		return
+	}
+	m.progressDrop.Inc()
 }
 
 // AuditReopenCauses is the cause label's vocabulary of

@@ -227,11 +227,13 @@ func (s bound) forward(ctx context.Context, st *pipeline.State, d govern.Decisio
 	res, f := exchange(ctx, fw, func(ctx context.Context, sess *mcp.ClientSession, args []byte) (*mcp.CallToolResult, error) {
 		params := &mcp.CallToolParams{Name: tool.Name, Arguments: json.RawMessage(args)}
 		if progress != nil {
-			tok := fmt.Sprintf("mitrity-%d", progressSeq.Add(1))
+			// A token no server can guess, accepted only from this
+			// session (onProgress).
+			tok := progressToken()
 			params.SetProgressToken(tok)
 			to, done := fw.progressTo(progress)
 			defer done()
-			defer s.ups.watchProgress(tok, to)()
+			defer s.ups.watchProgress(tok, tool.Server, sess, to)()
 		}
 		return sess.CallTool(ctx, params)
 	})

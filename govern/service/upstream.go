@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,10 +14,10 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
 
 	"github.com/mitrity/mitrity/govern"
 	"github.com/mitrity/mitrity/govern/audit"
@@ -62,10 +63,18 @@ type upstreams struct {
 	// calls are the agents' sides of the calls in flight, by upstream.
 	calls inflight
 	// progress routes an upstream's progress notifications (by the token
-	// the gateway sent) to the agent's call.
-	progress map[string]func(float64, float64, string)
-	stop     context.CancelFunc
-	wg       sync.WaitGroup
+	// the gateway sent, from the session it sent it on) to the agent's
+	// call.
+	progress map[string]progressWatch
+	// dropLog logs dropped progress notifications, at most a few lines
+	// every few seconds (each is counted).
+	dropLog zerolog.Logger
+	// audited are, per server and kind of listing, the withheld and
+	// refused judgements of its last listing that are in the audit log:
+	// the same judgement at the next listing is not audited again.
+	audited map[string]map[upstream.Judgement]bool
+	stop    context.CancelFunc
+	wg      sync.WaitGroup
 }
 
 // StartUpstreams connects to every upstream of the configuration (a stdio
@@ -81,7 +90,9 @@ func (s *Service) StartUpstreams(changed func(), taken func(string) bool, wait t
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	u := &upstreams{conns: map[string]*upstream.Conn{}, catalog: upstream.NewCatalog(g.pipe.Policy().ToolPins), offers: upstream.NewOffers(),
-		listed: map[string][]*mcp.Tool{}, asked: map[string]string{}, changed: changed, taken: taken, stop: stop}
+		listed: map[string][]*mcp.Tool{}, asked: map[string]string{}, changed: changed, taken: taken, stop: stop,
+		audited: map[string]map[upstream.Judgement]bool{},
+		dropLog: s.log.Sample(&zerolog.BurstSampler{Burst: 5, Period: 10 * time.Second})}
 	s.ups = u
 	// First-seen hashes outlive this process: the next gateway (a stdio
 	// client starts one per session) withholds a definition that changed.
@@ -97,9 +108,11 @@ func (s *Service) StartUpstreams(changed func(), taken func(string) bool, wait t
 		c := upstream.NewConn(name, s.version, dial, upstream.Hooks{
 			Tools: s.upstreamTools,
 			Resources: func(server string, rs []*mcp.Resource, ts []*mcp.ResourceTemplate) {
-				s.judged(u.offers.JudgeResources(server, rs, ts))
+				s.judged(server, listingResources, u.offers.JudgeResources(server, rs, ts))
 			},
-			Prompts:  func(server string, ps []*mcp.Prompt) { s.judged(u.offers.JudgePrompts(server, ps)) },
+			Prompts: func(server string, ps []*mcp.Prompt) {
+				s.judged(server, listingPrompts, u.offers.JudgePrompts(server, ps))
+			},
 			Request:  s.upstreamRequest,
 			Progress: s.onProgress,
 			Sample:   s.sample,
@@ -207,11 +220,51 @@ func (u *upstreams) withheld(served string) (upstream.Withheld, bool) {
 
 // judged audits the judgements of a listing of resources or prompts and
 // tells the server what it serves changed.
-func (s *Service) judged(js []upstream.Judgement) {
-	for _, j := range js {
-		s.definitionEvent(j)
-	}
+func (s *Service) judged(server, kind string, js []upstream.Judgement) {
+	s.auditListing(server, kind, js)
 	s.ups.changed()
+}
+
+// The kinds of listing whose repeated judgements are told apart.
+const (
+	listingTools     = "tools"
+	listingResources = "resources"
+	listingPrompts   = "prompts"
+)
+
+// auditListing audits the judgements of one listing of server: every
+// first_seen, pinned and approved one, and each withheld or refused one
+// that differs from every withheld or refused judgement of the listing of
+// the same kind before (another definition, hash, state or reason), or
+// that could not be recorded then. A withheld or refused definition
+// listed again unchanged is not audited again (a server that sends
+// list_changed in a loop would fill the audit log); it is logged at debug.
+// What is remembered is forgotten when the server goes down, so every
+// session's first listing is audited whole.
+func (s *Service) auditListing(server, kind string, js []upstream.Judgement) {
+	u := s.ups
+	key := server + "\x00" + kind
+	u.mu.Lock()
+	before := u.audited[key]
+	u.mu.Unlock()
+	now := map[upstream.Judgement]bool{}
+	for _, j := range js {
+		repeatable := j.State == audit.DefinitionWithheld || j.State == audit.DefinitionRefused
+		k := j
+		k.Message = "" // may carry an error's words; the rest says what was judged
+		if repeatable && before[k] {
+			now[k] = true
+			s.log.Debug().Str("upstream", j.Server).Str("tool", j.Tool).Str("served", j.Served).Str("state", j.State).
+				Str("sha256", j.SHA256).Str("reason", string(j.Reason)).Msg("upstream tool definition judged as at the listing before: not audited again")
+			continue
+		}
+		if err := s.definitionEvent(j); err == nil && repeatable {
+			now[k] = true
+		}
+	}
+	u.mu.Lock()
+	u.audited[key] = now
+	u.mu.Unlock()
 }
 
 // repin applies a reloaded policy's tool_pins: every server's last
@@ -278,6 +331,7 @@ func (s *Service) upstreamTools(server string, tools []*mcp.Tool) {
 	u.mu.Lock()
 	if tools == nil {
 		delete(u.listed, server)
+		delete(u.audited, server+"\x00"+listingTools)
 		u.catalog.Drop(server)
 		u.mu.Unlock()
 		u.changed()
@@ -295,17 +349,16 @@ func (s *Service) upstreamTools(server string, tools []*mcp.Tool) {
 		}
 	}
 	u.mu.Unlock()
-	for _, j := range js {
-		s.definitionEvent(j)
-	}
+	s.auditListing(server, listingTools, js)
 	for _, j := range ask {
 		go s.askApproval(j)
 	}
 	u.changed()
 }
 
-// definitionEvent audits a judged definition, and logs it.
-func (s *Service) definitionEvent(j upstream.Judgement) {
+// definitionEvent audits a judged definition, and logs it; an error is
+// that the event could not be recorded.
+func (s *Service) definitionEvent(j upstream.Judgement) error {
 	lv := s.log.Info()
 	if j.State == audit.DefinitionWithheld || j.State == audit.DefinitionRefused {
 		lv = s.log.Warn()
@@ -322,8 +375,9 @@ func (s *Service) definitionEvent(j upstream.Judgement) {
 		call.Tool, call.ActionType = j.Server+upstream.Separator+j.Tool, govern.ActionMCPPrefix+j.Server
 	}
 	// A loss is logged and counted by recordUpstream; the judgement stands.
-	s.recordUpstream(audit.Record{Call: call, Decision: d}, nil, &audit.ToolDefinition{
+	_, err := s.recordUpstream(audit.Record{Call: call, Decision: d}, nil, &audit.ToolDefinition{
 		Server: j.Server, Tool: j.Tool, Served: j.Served, SHA256: j.SHA256, Previous: j.Previous, State: j.State, Reason: j.Reason}, false)
+	return err
 }
 
 // approvalWait is how long a changed definition waits for an operator.
@@ -805,17 +859,28 @@ func (l *lineLog) emit(line []byte) {
 	l.s.log.Debug().Str("upstream", l.server).Str("stderr", text).Msg("upstream server")
 }
 
-// progressSeq numbers the progress tokens the gateway sends upstream.
-var progressSeq atomic.Uint64
+// progressToken is a fresh progress token for one forwarded call: 128
+// random bits, so that no server can guess the token of a call it was not
+// sent.
+func progressToken() string { return "mitrity-" + rand.Text() }
 
-// watchProgress routes the upstream's progress notifications for tok to
-// report until the returned stop is called.
-func (u *upstreams) watchProgress(tok string, report func(progress, total float64, msg string)) (stop func()) {
+// progressWatch is where the progress notifications of one forwarded call
+// go, and the one upstream session they are accepted from.
+type progressWatch struct {
+	server string
+	sess   *mcp.ClientSession
+	report func(progress, total float64, msg string)
+}
+
+// watchProgress routes the progress notifications that sess (a session of
+// upstream server) sends for tok to report until the returned stop is
+// called.
+func (u *upstreams) watchProgress(tok, server string, sess *mcp.ClientSession, report func(progress, total float64, msg string)) (stop func()) {
 	u.mu.Lock()
 	if u.progress == nil {
-		u.progress = map[string]func(float64, float64, string){}
+		u.progress = map[string]progressWatch{}
 	}
-	u.progress[tok] = report
+	u.progress[tok] = progressWatch{server: server, sess: sess, report: report}
 	u.mu.Unlock()
 	return func() {
 		u.mu.Lock()
@@ -824,18 +889,30 @@ func (u *upstreams) watchProgress(tok string, report func(progress, total float6
 	}
 }
 
-// onProgress passes an upstream's progress notification on to the call
-// it belongs to.
-func (s *Service) onProgress(tok any, progress, total float64, msg string) {
+// onProgress passes an upstream's progress notification on to the call it
+// belongs to: the call in flight that the gateway gave this token, and
+// only when the notification came from the upstream session that call was
+// forwarded on. Anything else (a token no call in flight holds, or one
+// another server's call holds, or a call on an earlier session) is
+// dropped, logged and counted.
+func (s *Service) onProgress(server string, sess *mcp.ClientSession, tok any, progress, total float64, msg string) {
 	u := s.ups
 	if u == nil {
 		return
 	}
 	t, _ := tok.(string)
 	u.mu.Lock()
-	report := u.progress[t]
+	w, ok := u.progress[t]
 	u.mu.Unlock()
-	if report != nil {
-		report(progress, total, msg) // redacted and scanned by the call's report (progressTo)
+	if !ok || w.server != server || w.sess != sess || sess == nil {
+		s.metrics.UpstreamProgressDropped()
+		why := "no call in flight holds its token"
+		if ok {
+			why = "its token belongs to a call forwarded on another upstream session"
+		}
+		u.dropLog.Warn().Str("upstream", server).Str("why", why).
+			Msg("an upstream's progress notification was dropped: it belongs to no call of this session (counted in " + metrics.NameUpstreamProgressDropped + ")")
+		return
 	}
+	w.report(progress, total, msg) // redacted and scanned by the call's report (progressTo)
 }

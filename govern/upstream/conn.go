@@ -45,8 +45,10 @@ type Hooks struct {
 	// error, refuses it.
 	Sample func(ctx context.Context, server string, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error)
 	Elicit func(ctx context.Context, server string, p *mcp.ElicitParams) (*mcp.ElicitResult, error)
-	// Progress receives the upstream's notifications/progress.
-	Progress func(token any, progress, total float64, message string)
+	// Progress receives the upstream's notifications/progress, with the
+	// session that sent it (the owner accepts one only from the session
+	// its call was forwarded on).
+	Progress func(server string, sess *mcp.ClientSession, token any, progress, total float64, message string)
 }
 
 // Backoff bounds the restarts of an upstream that keeps failing.
@@ -58,6 +60,13 @@ const (
 	HealthyAfter = 30 * time.Second
 	// ConnectTimeout bounds one connect and initialize.
 	ConnectTimeout = 30 * time.Second
+	// RelistInterval is the least time between the starts of two listings
+	// of one kind (tools, resources, prompts) of one upstream. A server's
+	// list_changed notifications are coalesced: at most one listing of a
+	// kind runs at a time and at most one more waits for it, however many
+	// notifications arrive, so a server that floods list_changed is
+	// listed at most once a second per kind.
+	RelistInterval = time.Second
 )
 
 // ErrUnavailable wraps every error of a call that never reached an
@@ -74,8 +83,15 @@ type Conn struct {
 
 	mu   sync.Mutex
 	sess *mcp.ClientSession
+	// life ends with the live session.
+	life context.Context
 	// why is the reason the server is down (nil when up).
 	why error
+	// tools, resources and prompts coalesce and space out the listings
+	// the server's list_changed notifications ask for.
+	tools, resources, prompts *relister
+	// relistEvery is RelistInterval (shorter in tests).
+	relistEvery time.Duration
 	// up is closed when the first connect attempt has ended: connected
 	// (and its tools listed) or failed.
 	up     chan struct{}
@@ -88,8 +104,9 @@ var errNoModel = errors.New("the MITRITY gateway has no model")
 
 // NewConn returns the connection to upstream name.
 func NewConn(name, version string, dial Dialer, hooks Hooks, log zerolog.Logger) *Conn {
-	c := &Conn{name: name, dial: dial, hooks: hooks, log: log, up: make(chan struct{}),
+	c := &Conn{name: name, dial: dial, hooks: hooks, log: log, up: make(chan struct{}), relistEvery: RelistInterval,
 		why: fmt.Errorf("%w: %s has not connected yet", ErrUnavailable, name)}
+	c.tools, c.resources, c.prompts = &relister{c: c, list: c.relist}, &relister{c: c, list: c.relistResources}, &relister{c: c, list: c.relistPrompts}
 	refuse := func(method string) func(ctx context.Context) error {
 		return func(ctx context.Context) error {
 			if hooks.Request != nil {
@@ -131,17 +148,17 @@ func NewConn(name, version string, dial Dialer, hooks Hooks, log zerolog.Logger)
 			return nil, err
 		},
 		ToolListChangedHandler: func(ctx context.Context, req *mcp.ToolListChangedRequest) {
-			go c.relist(req.Session)
+			c.tools.notify(req.Session)
 		},
 		ResourceListChangedHandler: func(ctx context.Context, req *mcp.ResourceListChangedRequest) {
-			go c.relistResources(req.Session)
+			c.resources.notify(req.Session)
 		},
 		PromptListChangedHandler: func(ctx context.Context, req *mcp.PromptListChangedRequest) {
-			go c.relistPrompts(req.Session)
+			c.prompts.notify(req.Session)
 		},
 		ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
 			if hooks.Progress != nil && req.Params != nil {
-				hooks.Progress(req.Params.ProgressToken, req.Params.Progress, req.Params.Total, req.Params.Message)
+				hooks.Progress(name, req.Session, req.Params.ProgressToken, req.Params.Progress, req.Params.Total, req.Params.Message)
 			}
 		},
 	})
@@ -266,11 +283,11 @@ func (c *Conn) session(ctx context.Context) error {
 		return c.setDown(fmt.Errorf("%w: %s: connecting: %v", ErrUnavailable, c.name, err))
 	}
 	c.mu.Lock()
-	c.sess, c.why = sess, nil
+	c.sess, c.life, c.why = sess, life, nil
 	c.mu.Unlock()
-	c.relist(sess)
-	c.relistResources(sess)
-	c.relistPrompts(sess)
+	c.tools.now(sess)
+	c.resources.now(sess)
+	c.prompts.now(sess)
 	c.upOnce.Do(func() { close(c.up) })
 	done := make(chan error, 1)
 	go func() { done <- sess.Wait() }()
@@ -288,7 +305,7 @@ func (c *Conn) session(ctx context.Context) error {
 
 func (c *Conn) setDown(err error) error {
 	c.mu.Lock()
-	c.sess, c.why = nil, err
+	c.sess, c.life, c.why = nil, nil, err
 	c.mu.Unlock()
 	if c.hooks.Down != nil {
 		c.hooks.Down(c.name, err)
@@ -310,6 +327,97 @@ func (c *Conn) current(sess *mcp.ClientSession) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.sess == sess
+}
+
+// lifeOf is the context that ends with sess, when it is the live session
+// (else one already done).
+func (c *Conn) lifeOf(sess *mcp.ClientSession) context.Context {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sess == sess && c.life != nil {
+		return c.life
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}
+
+// relister runs the listings of one kind the server asks for with
+// list_changed: one at a time, at most one more pending (however many
+// notifications arrive meanwhile), each started at least the connection's
+// relistEvery after the one before (the listing at connect included).
+type relister struct {
+	c    *Conn
+	list func(*mcp.ClientSession)
+
+	mu sync.Mutex
+	// running: a goroutine runs (or waits to run) the listings.
+	running bool
+	// pending is the session a notification asked to be listed again
+	// (nil: none).
+	pending *mcp.ClientSession
+	// last is when the last listing started.
+	last time.Time
+	// runs counts the listings started (tests).
+	runs int
+}
+
+// now lists sess at once (at connect).
+func (r *relister) now(sess *mcp.ClientSession) {
+	r.mu.Lock()
+	r.last = time.Now()
+	r.runs++
+	r.mu.Unlock()
+	r.list(sess)
+}
+
+// notify asks for a listing of sess: coalesced with any already pending,
+// and started once the interval since the last one has passed.
+func (r *relister) notify(sess *mcp.ClientSession) {
+	if sess == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pending = sess
+	if r.running {
+		return
+	}
+	r.running = true
+	go r.run()
+}
+
+func (r *relister) run() {
+	for {
+		r.mu.Lock()
+		sess := r.pending
+		if sess == nil {
+			r.running = false
+			r.mu.Unlock()
+			return
+		}
+		wait := time.Until(r.last.Add(r.c.relistEvery))
+		r.mu.Unlock()
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-r.c.lifeOf(sess).Done():
+			}
+			t.Stop()
+		}
+		r.mu.Lock()
+		sess, r.pending = r.pending, nil
+		start := sess != nil && r.c.current(sess)
+		if start {
+			r.last = time.Now()
+			r.runs++
+		}
+		r.mu.Unlock()
+		if start {
+			r.list(sess)
+		}
+	}
 }
 
 // caps are the capabilities the server declared at initialize.

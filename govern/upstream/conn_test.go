@@ -419,3 +419,81 @@ func TestConnDialFails(t *testing.T) {
 	assert.NilError(t, c.Health())
 	assert.Check(t, up.dialCount() >= 2)
 }
+
+// TestConnCoalescesListChanged: however many list_changed notifications a
+// server sends, at most one listing of a kind runs at a time, at most one
+// more waits for it, and each starts at least relistEvery after the one
+// before; a single notification after a quiet spell is listed as soon as
+// the interval allows. A notification of a session that is no longer the
+// live one lists nothing.
+func TestConnCoalescesListChanged(t *testing.T) {
+	t.Parallel()
+	const every = 100 * time.Millisecond
+	for _, c := range []struct {
+		name string
+		// burst notifications, spread over spread.
+		burst  int
+		spread time.Duration
+	}{
+		{"one", 1, 0},
+		{"burst", 1000, 0},
+		{"sustained", 20000, 5 * every},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			up, rec := newFakeUpstream(), newRecorder()
+			conn := NewConn("fake", "test", up.dial, rec.hooks(), zerolog.Nop())
+			conn.relistEvery = every
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { conn.Run(ctx); close(done) }()
+			defer func() { cancel(); <-done }()
+			rctx, rcancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer rcancel()
+			conn.Ready(rctx)
+			sess, err := conn.Session()
+			assert.NilError(t, err)
+			time.Sleep(every) // the listing at connect is an interval ago
+			rec.reset()
+			began := time.Now()
+			for i := range c.burst {
+				conn.tools.notify(sess)
+				if c.spread > 0 && i%(c.burst/10) == 0 {
+					time.Sleep(c.spread / 10)
+				}
+			}
+			rec.waitListing(t, "after the notifications", func(n []string) bool { return n != nil })
+			first := time.Since(began)
+			if c.spread == 0 {
+				// Not held back for an interval (the slack is a loaded
+				// machine's listing itself).
+				assert.Check(t, first < every+time.Second, "a notification after a quiet interval waited %s", first)
+			}
+			// Let every pending listing run.
+			time.Sleep(3 * every)
+			elapsed := time.Since(began)
+			rec.mu.Lock()
+			n := len(rec.listings)
+			rec.mu.Unlock()
+			most := 1 + int(elapsed/every)
+			if c.spread > 0 {
+				assert.Check(t, n >= 2, "a notification after a listing started is not lost: %d listings", n)
+			}
+			assert.Check(t, n <= most, "%d notifications over %s: %d listings, want at most %d", c.burst, elapsed, n, most)
+			conn.tools.mu.Lock()
+			assert.Check(t, !conn.tools.running && conn.tools.pending == nil, "the relister is idle afterwards")
+			conn.tools.mu.Unlock()
+		})
+	}
+	t.Run("stale-session", func(t *testing.T) {
+		t.Parallel()
+		up, rec := newFakeUpstream(), newRecorder()
+		conn := start(t, up, rec)
+		rec.reset()
+		conn.tools.notify(&mcp.ClientSession{})
+		time.Sleep(RelistInterval + 200*time.Millisecond)
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		assert.Equal(t, len(rec.listings), 0, "a session that is not the live one is not listed")
+	})
+}
