@@ -340,6 +340,7 @@ func TestShebangDifferential(t *testing.T) {
 		{name: "shell argument", text: "./a.sh", files: map[string]string{"a.sh": "#!/bin/bash b.sh\n" + marker("a.sh"), "b.sh": marker("b.sh")}},
 		{name: "shell option", text: "./a.sh", files: map[string]string{"a.sh": "#!/bin/sh -e\n" + marker("a.sh")}},
 		{name: "interpreter argument", text: "./a.sh", files: map[string]string{"a.sh": "#!$WS/b.sh\n" + marker("a.sh"), "b.sh": "#!/bin/sh ./c.sh\n" + marker("b.sh"), "c.sh": marker("c.sh")}},
+		{name: "env split argument", text: "./a.sh", files: map[string]string{"a.sh": "#!/usr/bin/env -S bash ./b.sh\n" + marker("a.sh"), "b.sh": marker("b.sh")}},
 		{name: "through env", text: "env ./a.sh", files: map[string]string{"a.sh": "#!$WS/b.sh\n" + marker("a.sh"), "b.sh": "#!/bin/sh\n" + marker("b.sh")}},
 	}
 	exact := 0

@@ -395,7 +395,7 @@ func shebangDialect(body []byte, caller Dialect) Dialect {
 	}
 	interp := path.Base(fields[0])
 	if interp == "env" {
-		prog, ok := envProgram(fields)
+		prog, _, ok := envProgram(fields)
 		if !ok {
 			return ""
 		}
@@ -409,22 +409,26 @@ func shebangDialect(body []byte, caller Dialect) Dialect {
 
 // envProgram is the program a #!/usr/bin/env line runs (fields: the line's
 // words): #!/usr/bin/env bash, or #!/usr/bin/env -S bash -e (the kernel
-// passes "-S bash -e" as one argument; env splits it). ok is false for
-// other env options or assignments, which are not modelled.
-func envProgram(fields []string) (string, bool) {
+// passes "-S bash -e" as one argument; env splits it, and args are the
+// program's arguments it splits off). ok is false for other env options or
+// assignments, which are not modelled.
+func envProgram(fields []string) (prog string, args []string, ok bool) {
 	if len(fields) < 2 {
-		return "", false
+		return "", nil, false
 	}
-	rest := fields[1:]
-	if len(rest) > 0 && (rest[0] == "-S" || rest[0] == "--split-string") {
-		rest = rest[1:]
-	} else if len(rest) > 0 && strings.HasPrefix(rest[0], "-S") {
-		rest = append([]string{rest[0][2:]}, rest[1:]...)
+	rest, split := fields[1:], false
+	if rest[0] == "-S" || rest[0] == "--split-string" {
+		rest, split = rest[1:], true
+	} else if strings.HasPrefix(rest[0], "-S") {
+		rest, split = append([]string{rest[0][2:]}, rest[1:]...), true
 	}
 	if len(rest) == 0 || rest[0] == "" || strings.HasPrefix(rest[0], "-") || strings.Contains(rest[0], "=") {
-		return "", false
+		return "", nil, false
 	}
-	return rest[0], true
+	if split {
+		args = rest[1:]
+	}
+	return rest[0], args, true
 }
 
 func isRegular(p string) bool {

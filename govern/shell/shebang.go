@@ -23,10 +23,10 @@ type hop struct {
 // script is judged bytes too, so swapping it after the decision changes
 // nothing), and the one that is shell code is walked.
 func (w *walker) execScript(first hop, pos Pos, fr frame) {
-	hops, run, d, opt := w.execChain(first, fr.dialect, pos, fr, map[string]bool{})
+	hops, run, d, pre := w.execChain(first, fr.dialect, pos, fr, map[string]bool{})
 	for i, h := range hops {
 		switch {
-		case i == run && opt != "":
+		case i == run && len(pre) > 0:
 			// Pinned below: in d if the shell runs it as its script.
 		case i == run:
 			w.pin(h.path, h.real, h.body, d)
@@ -41,15 +41,17 @@ func (w *walker) execScript(first hop, pos Pos, fr frame) {
 		w.flag(FlagScriptNotAnalysed, pos, "%s is pinned but run by its #! interpreter %s: its own text is not analysed", first.path, hops[1].path)
 	}
 	switch {
-	case run >= 0 && opt != "":
+	case run >= 0 && len(pre) > 0:
 		// #!/bin/bash ARG: the shell is started as `bash ARG file`, and
 		// ARG may be an option or the script it runs instead.
-		interp, _, _ := kernelShebang(hops[run].body)
-		args := []arg{{Word: Word{Value: interp}}, {Word: Word{Value: opt}}, {Word: Word{Value: hops[run].path}}}
+		var args []arg
+		for _, v := range append(pre, hops[run].path) {
+			args = append(args, arg{Word: Word{Value: v}})
+		}
 		w.shell(args, d, &Command{Pos: pos, Argv: words(args)}, fr)
 		if h := hops[run]; !w.pinned[h.path] {
 			w.pin(h.path, h.real, h.body, "")
-			w.flag(FlagScriptNotAnalysed, pos, "%s is pinned but its #! line starts %s with the argument %s, which runs other code: its own text is not analysed", h.path, interp, opt)
+			w.flag(FlagScriptNotAnalysed, pos, "%s is pinned but its #! line starts %s, which runs other code: its own text is not analysed", h.path, strings.Join(pre, " "))
 		}
 	case run >= 0:
 		w.walkScript(hops[run].path, hops[run].body, d, pos, fr)
@@ -64,18 +66,19 @@ func (w *walker) execScript(first hop, pos Pos, fr frame) {
 // (hops[0] is first) and which of them runs as shell code: hops[run] in
 // dialect d, run -1 when none does. caller is the shell that runs first
 // itself when the kernel cannot (ENOEXEC: bash and dash do; execvp runs it
-// with /bin/sh). opt is the argument a shell named on hops[run]'s own #!
-// line is started with, if any. What it cannot follow is flagged.
-func (w *walker) execChain(first hop, caller Dialect, pos Pos, fr frame, seen map[string]bool) (hops []hop, run int, d Dialect, opt string) {
-	runs := func(i int, d Dialect) ([]hop, int, Dialect, string) {
+// with /bin/sh). pre is the argv before hops[run]'s path when a shell
+// named on its own #! line is started with arguments (#!/bin/sh -e). What
+// it cannot follow is flagged.
+func (w *walker) execChain(first hop, caller Dialect, pos Pos, fr frame, seen map[string]bool) (hops []hop, run int, d Dialect, pre []string) {
+	runs := func(i int, d Dialect) ([]hop, int, Dialect, []string) {
 		if d == "" {
-			return hops, -1, "", ""
+			return hops, -1, "", nil
 		}
-		return hops, i, d, ""
+		return hops, i, d, nil
 	}
 	// ENOEXEC: the kernel cannot run the chain, so the shell that asked
 	// runs the first file itself, whatever its #! line says.
-	noExec := func() ([]hop, int, Dialect, string) { return runs(0, caller) }
+	noExec := func() ([]hop, int, Dialect, []string) { return runs(0, caller) }
 	hops = []hop{first}
 	seen[first.path] = true
 	for level := 1; ; level++ {
@@ -129,40 +132,45 @@ func (w *walker) execChain(first hop, caller Dialect, pos Pos, fr frame, seen ma
 			// env runs its program with execvp: through PATH, and with
 			// /bin/sh when the kernel cannot run it. A program inside the
 			// roots is a new execve, followed the same way.
-			if prog, ok := envProgram(strings.Fields(string(firstLine(cur.body)[2:]))); ok {
-				if sub, r, sd, sopt, found := w.envChain(prog, cur.path, pos, fr, seen); found {
+			prog, args, ok := envProgram(strings.Fields(string(firstLine(cur.body)[2:])))
+			if ok {
+				if sub, r, sd, spre, found := w.envChain(prog, cur.path, pos, fr, seen); found {
 					if r >= 0 {
 						r += len(hops)
 					}
 					hops = append(hops, sub...)
-					return hops, r, sd, sopt
+					return hops, r, sd, spre
 				}
 			}
-			return runs(len(hops)-1, shebangDialect(cur.body, caller))
+			hops, run, d, _ = runs(len(hops)-1, shebangDialect(cur.body, caller))
+			if run >= 0 && len(args) > 0 {
+				pre = append([]string{prog}, args...) // env -S 'bash ARG...'
+			}
+			return hops, run, d, pre
 		}
 		hops, run, d, _ = runs(len(hops)-1, shebangDialect(cur.body, caller))
-		if run >= 0 {
-			opt = arg
+		if run >= 0 && arg != "" {
+			pre = []string{interp, arg}
 		}
-		return hops, run, d, opt
+		return hops, run, d, pre
 	}
 }
 
 // envChain follows the program prog that a #!/usr/bin/env line of script
 // runs, when it is a file inside the inspection roots (found reports
 // whether it is, or was flagged as unknown).
-func (w *walker) envChain(prog, script string, pos Pos, fr frame, seen map[string]bool) (hops []hop, run int, d Dialect, opt string, found bool) {
+func (w *walker) envChain(prog, script string, pos Pos, fr frame, seen map[string]bool) (hops []hop, run int, d Dialect, pre []string, found bool) {
 	var q string
 	if strings.Contains(prog, "/") {
 		if q = w.abs(prog); q == "" {
 			w.flag(FlagScriptNotInspected, pos, "the program %s that the #! line of %s runs through env is relative to a directory known only at run time; it was not read", prog, script)
 			w.unseenAt(pos, "the #! line of "+script+" runs "+prog+" from a directory known only at run time, so the analyzer cannot read it")
-			return nil, -1, "", "", true
+			return nil, -1, "", nil, true
 		}
 	} else {
 		p, ok := w.lookPath(prog)
 		if !ok {
-			return nil, -1, "", "", false
+			return nil, -1, "", nil, false
 		}
 		q = p
 	}
@@ -171,19 +179,19 @@ func (w *walker) envChain(prog, script string, pos Pos, fr frame, seen map[strin
 		if strings.Contains(prog, "/") {
 			w.interpreterOutside(q, script, written, pos)
 		}
-		return nil, -1, "", "", false
+		return nil, -1, "", nil, false
 	}
 	w.writableExecutable(q, pos)
 	if seen[q] {
 		w.flag(FlagDepthExceeded, pos, "the #! line of %s runs %s again through env, which never ends; not analysed", script, q)
-		return nil, -1, "", "", true
+		return nil, -1, "", nil, true
 	}
 	next, ok := w.readInterpreter(q, script, pos)
 	if !ok {
-		return nil, -1, "", "", true
+		return nil, -1, "", nil, true
 	}
-	hops, run, d, opt = w.execChain(next, DialectSh, pos, fr, seen)
-	return hops, run, d, opt, true
+	hops, run, d, pre = w.execChain(next, DialectSh, pos, fr, seen)
+	return hops, run, d, pre, true
 }
 
 // readInterpreter reads q, the #! interpreter of script, inside the roots;
