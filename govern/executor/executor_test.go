@@ -190,6 +190,32 @@ func TestPinMismatch(t *testing.T) {
 	assert.Equal(t, out, "")
 }
 
+// An interpreter that is itself a script (a.sh's #! names b.sh) is judged
+// bytes too: swapping it after the decision stops the run.
+func TestInterpreterScriptPinMismatch(t *testing.T) {
+	t.Parallel()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	assert.NilError(t, err)
+	interp := filepath.Join(dir, "b.sh")
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, "a.sh"), []byte("#!"+interp+"\n"), 0o755))
+	assert.NilError(t, os.WriteFile(interp, []byte("#!/bin/sh\necho judged\n"), 0o755))
+	a := shell.Analyze(shell.Input{Text: "./a.sh", Dialect: shell.DialectBash, Cwd: dir, InspectionRoots: []string{dir}})
+	p := newPlan(t, func(s *spec) {
+		s.Cwd, s.WorkspaceRoots = dir, []string{dir}
+		s.Command = "./a.sh"
+		s.Pins = a.Pins
+	})
+	r, out, _ := run(t, New(1), p, nil)
+	assert.Equal(t, r.Status, govern.StatusCompleted)
+	assert.Equal(t, out, "judged\n")
+
+	assert.NilError(t, os.WriteFile(interp, []byte("#!/bin/sh\necho swapped\n"), 0o755))
+	r, out, _ = run(t, New(1), p, nil)
+	assert.Equal(t, r.Status, govern.StatusNeverRan)
+	assert.Equal(t, r.Reason, govern.ReasonPinMismatch)
+	assert.Equal(t, out, "")
+}
+
 func TestCwdOutsideWorkspace(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()

@@ -1,6 +1,9 @@
 package plan
 
 import (
+	"os"
+	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -63,4 +66,29 @@ func TestHashBindsPins(t *testing.T) {
 	s.Pins[0].SHA256 = "ef"
 	b, _ := New(s)
 	assert.Assert(t, a.Hash() != b.Hash())
+}
+
+// The interpreter script of a #! chain is in the plan's pinned set, so the
+// plan's hash (what a ticket binds to) changes with its bytes.
+func TestInterpreterScriptPinned(t *testing.T) {
+	t.Parallel()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	assert.NilError(t, err)
+	interp := filepath.Join(dir, "b.sh")
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, "a.sh"), []byte("#!"+interp+"\n"), 0o755))
+	build := func(body string) *Plan {
+		assert.NilError(t, os.WriteFile(interp, []byte(body), 0o755))
+		a := shell.Analyze(shell.Input{Text: "./a.sh", Dialect: shell.DialectBash, Cwd: dir, InspectionRoots: []string{dir}})
+		s := valid()
+		s.Cwd, s.WorkspaceRoots, s.Pins = dir, []string{dir}, a.Pins
+		p, err := New(s)
+		assert.NilError(t, err)
+		return p
+	}
+	p := build("#!/bin/sh\necho judged\n")
+	i := slices.IndexFunc(p.Pins(), func(pin govern.Pin) bool { return pin.Path == interp })
+	assert.Assert(t, i >= 0, "the interpreter script is not pinned: %v", p.Pins())
+	assert.Equal(t, string(p.Pins()[i].Bytes), "#!/bin/sh\necho judged\n")
+	assert.Equal(t, p.Pins()[i].Dialect, "sh")
+	assert.Assert(t, build("#!/bin/sh\necho swapped\n").Hash() != p.Hash())
 }

@@ -1,6 +1,9 @@
 package shell
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,8 +25,9 @@ type corpusCase struct {
 	Cmd     string `yaml:"cmd"`
 	Dialect string `yaml:"dialect"` // default bash
 	// Files are created in the workspace (the cwd and the only inspection
-	// and writable root) before the analysis; a mode of "+x" is not needed:
-	// the analyzer never checks the execute bit.
+	// and writable root) before the analysis, $WS in a body being the
+	// workspace; a mode of "+x" is not needed: the analyzer never checks
+	// the execute bit.
 	Files map[string]string `yaml:"files"`
 	// Symlinks are created in the workspace too: name → target ($WS in a
 	// target is the workspace).
@@ -119,7 +123,7 @@ func runCase(t *testing.T, c corpusCase) *Analysis {
 	for name, body := range c.Files {
 		p := filepath.Join(dir, name)
 		assert.NilError(t, os.MkdirAll(filepath.Dir(p), 0o755))
-		assert.NilError(t, os.WriteFile(p, []byte(body), 0o755))
+		assert.NilError(t, os.WriteFile(p, []byte(strings.ReplaceAll(body, "$WS", dir)), 0o755))
 	}
 	for name, target := range c.Symlinks {
 		p := filepath.Join(dir, name)
@@ -171,6 +175,13 @@ func runCase(t *testing.T, c corpusCase) *Analysis {
 	for i := range a.Pins {
 		a.Pins[i].Path = replace(a.Pins[i].Path)
 		a.Pins[i].RealPath = replace(a.Pins[i].RealPath)
+		if b := a.Pins[i].Bytes; bytes.Contains(b, []byte(dir)) {
+			// A body naming the workspace ($WS) is shown as it reads
+			// with the workspace's stable name.
+			b = bytes.ReplaceAll(b, []byte(dir), []byte(workspace))
+			sum := sha256.Sum256(b)
+			a.Pins[i].SHA256, a.Pins[i].Size = hex.EncodeToString(sum[:]), int64(len(b))
+		}
 	}
 	for i := range a.Flags {
 		a.Flags[i].Detail = replace(a.Flags[i].Detail)

@@ -297,3 +297,123 @@ func expandEnv(env map[string]string, root string) map[string]string {
 	}
 	return out
 }
+
+// TestShebangDifferential runs scripts whose #! interpreter is itself a
+// script (directly, relative, through env) with the real shells and checks
+// that every script body that printed its marker is one the analysis walked
+// and pinned, or that the analysis said it could not know.
+func TestShebangDifferential(t *testing.T) {
+	long := "/" + strings.Repeat("x", 300)
+	type tcase struct {
+		name  string
+		files map[string]string // under ws; $WS is the workspace
+		text  string
+		path  bool // ws/bin leads PATH
+	}
+	marker := func(name string) string { return "echo RAN:" + name + "\n" }
+	chain := func(n int) map[string]string {
+		m := map[string]string{}
+		for i := 1; i < n; i++ {
+			m[fmt.Sprintf("s%d", i)] = fmt.Sprintf("#!$WS/s%d\n", i+1) + marker(fmt.Sprintf("s%d", i))
+		}
+		m[fmt.Sprintf("s%d", n)] = "#!/bin/sh\n" + marker(fmt.Sprintf("s%d", n))
+		return m
+	}
+	cases := []tcase{
+		{name: "direct", text: "./a.sh", files: map[string]string{"a.sh": "#!$WS/b.sh\n" + marker("a.sh"), "b.sh": "#!/bin/sh\n" + marker("b.sh")}},
+		{name: "argument", text: "./a.sh", files: map[string]string{"a.sh": "#!$WS/b.sh -x\n" + marker("a.sh"), "b.sh": "#!/bin/bash\n" + marker("b.sh")}},
+		{name: "five", text: "./s1", files: chain(5)},
+		{name: "six", text: "./s1", files: chain(6)},
+		{name: "noexec", text: "./a.sh", files: map[string]string{"a.sh": "#!$WS/b.txt\n" + marker("a.sh"), "b.txt": marker("b.txt")}},
+		{name: "noexec nested", text: "./a.sh", files: map[string]string{"a.sh": "#!$WS/b.sh\n" + marker("a.sh"), "b.sh": "#!$WS/c.txt\n" + marker("b.sh"), "c.txt": marker("c.txt")}},
+		{name: "cut off", text: "./a.sh", files: map[string]string{"a.sh": "#!" + long + "\n" + marker("a.sh")}},
+		{name: "relative", text: "./sub/a.sh", files: map[string]string{"sub/a.sh": "#!b.sh\n" + marker("sub/a.sh"), "b.sh": "#!/bin/sh\n" + marker("b.sh"), "sub/b.sh": "#!/bin/sh\n" + marker("sub/b.sh")}},
+		{name: "relative cd", text: "cd sub && ./a.sh", files: map[string]string{"sub/a.sh": "#!b.sh\n" + marker("sub/a.sh"), "b.sh": "#!/bin/sh\n" + marker("b.sh"), "sub/b.sh": "#!/bin/sh\n" + marker("sub/b.sh")}},
+		{name: "env path", text: "./a.sh", path: true, files: map[string]string{"a.sh": "#!/usr/bin/env b.sh\n" + marker("a.sh"), "bin/b.sh": "#!/bin/sh\n" + marker("bin/b.sh")}},
+		{name: "env relative", text: "./a.sh", files: map[string]string{"a.sh": "#!/usr/bin/env ./b.sh\n" + marker("a.sh"), "b.sh": "#!/bin/sh\n" + marker("b.sh")}},
+		{name: "env no shebang", text: "./a.sh", path: true, files: map[string]string{"a.sh": "#!/usr/bin/env b\n" + marker("a.sh"), "bin/b": marker("bin/b")}},
+		{name: "env chain", text: "./a.sh", path: true, files: map[string]string{"a.sh": "#!/usr/bin/env b\n" + marker("a.sh"), "bin/b": "#!$WS/c.sh\n" + marker("bin/b"), "c.sh": "#!/bin/sh\n" + marker("c.sh")}},
+		{name: "path name", text: "tool", path: true, files: map[string]string{"bin/tool": "#!$WS/bin/impl\n" + marker("bin/tool"), "bin/impl": "#!/bin/sh\n" + marker("bin/impl")}},
+		{name: "shell operand", text: "bash ./a.sh", files: map[string]string{"a.sh": "#!$WS/b.sh\n" + marker("a.sh"), "b.sh": "#!/bin/sh\n" + marker("b.sh")}},
+		{name: "sh operand", text: "sh ./a.sh", files: map[string]string{"a.sh": "#!$WS/b.sh\n" + marker("a.sh"), "b.sh": "#!/bin/sh\n" + marker("b.sh")}},
+		{name: "dot", text: ". ./a.sh", files: map[string]string{"a.sh": "#!$WS/b.sh\n" + marker("a.sh"), "b.sh": "#!/bin/sh\n" + marker("b.sh")}},
+		{name: "shell argument", text: "./a.sh", files: map[string]string{"a.sh": "#!/bin/bash b.sh\n" + marker("a.sh"), "b.sh": marker("b.sh")}},
+		{name: "shell option", text: "./a.sh", files: map[string]string{"a.sh": "#!/bin/sh -e\n" + marker("a.sh")}},
+		{name: "interpreter argument", text: "./a.sh", files: map[string]string{"a.sh": "#!$WS/b.sh\n" + marker("a.sh"), "b.sh": "#!/bin/sh ./c.sh\n" + marker("b.sh"), "c.sh": marker("c.sh")}},
+		{name: "env split argument", text: "./a.sh", files: map[string]string{"a.sh": "#!/usr/bin/env -S bash ./b.sh\n" + marker("a.sh"), "b.sh": marker("b.sh")}},
+		{name: "through env", text: "env ./a.sh", files: map[string]string{"a.sh": "#!$WS/b.sh\n" + marker("a.sh"), "b.sh": "#!/bin/sh\n" + marker("b.sh")}},
+	}
+	exact := 0
+	for _, d := range []Dialect{DialectBash, DialectSh} {
+		sh := shellPath(t, d)
+		if sh == "" {
+			continue
+		}
+		for _, c := range cases {
+			root, err := filepath.EvalSymlinks(t.TempDir())
+			assert.NilError(t, err)
+			ws := filepath.Join(root, "ws")
+			for name, body := range c.files {
+				p := filepath.Join(ws, name)
+				assert.NilError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+				assert.NilError(t, os.WriteFile(p, []byte(strings.ReplaceAll(body, "$WS", ws)), 0o755))
+			}
+			assert.NilError(t, os.MkdirAll(filepath.Join(ws, "sub"), 0o755))
+			var env map[string]string
+			if c.path {
+				env = map[string]string{"PATH": filepath.Join(ws, "bin") + ":/usr/local/bin:/usr/bin:/bin"}
+			}
+			_, out := runShell(sh, ws, root, diffCase{dialect: d, text: c.text, env: env})
+			a := Analyze(Input{
+				Text: c.text, Dialect: d, Cwd: ws,
+				Path:            []string{"/usr/local/bin", "/usr/bin", "/bin"},
+				InspectionRoots: []string{root}, WritableRoots: []string{root}, Env: env,
+			})
+			unknown := false
+			for _, f := range a.Flags {
+				switch f.Kind {
+				case FlagScriptNotInspected, FlagOpaque, FlagDepthExceeded:
+					unknown = true
+				}
+			}
+			walked, pinned := map[string]bool{}, map[string]bool{}
+			for _, cmd := range a.Commands {
+				walked[argvString(cmd.Argv)] = true
+			}
+			for _, p := range a.Pins {
+				rel, err := filepath.Rel(ws, p.RealPath)
+				assert.NilError(t, err)
+				pinned[rel] = true
+			}
+			report := func(why string) {
+				var b strings.Builder
+				assert.NilError(t, a.WriteReport(&b))
+				t.Errorf("%s %s: %s\n$ %s\nthe shell printed: %q\n%s", d, c.name, why, c.text, out, b.String())
+			}
+			ran := map[string]bool{}
+			for _, line := range strings.Split(out, "\n") {
+				if r, found := strings.CutPrefix(line, "RAN:"); found {
+					ran[r] = true
+					if (!walked["echo RAN:"+r] || !pinned[r]) && !unknown {
+						report("the shell ran " + r + ", which the analysis did not walk and pin")
+					}
+				}
+			}
+			if unknown {
+				continue
+			}
+			// Where the analysis claims to know, it knows exactly: no
+			// body it walked stayed unrun.
+			for cmd := range walked {
+				if r, found := strings.CutPrefix(cmd, "echo RAN:"); found && !ran[r] {
+					report("the analysis walked " + r + ", which the shell did not run")
+				}
+			}
+			exact++
+		}
+	}
+	if exact == 0 {
+		t.Skip("no shell to compare with")
+	}
+	t.Logf("%d of %d runs judged exactly", exact, 2*len(cases))
+}

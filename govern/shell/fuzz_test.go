@@ -21,6 +21,13 @@ func FuzzAnalyze(f *testing.F) {
 	if err := os.WriteFile(filepath.Join(dir, "x.sh"), []byte("#!/bin/sh\n. ./x.sh\nbash -c 'eval \"$1\"' _ id\n"), 0o755); err != nil {
 		f.Fatal(err)
 	}
+	// A #! chain: a.sh's interpreter is b.sh, whose env runs x.sh.
+	for name, body := range map[string]string{"a.sh": "#!" + filepath.Join(dir, "b.sh") + " -x\n", "b.sh": "#!/usr/bin/env ./x.sh\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o755); err != nil {
+			f.Fatal(err)
+		}
+	}
+	f.Add("./a.sh; cd / && $OLDPWD/a.sh", false)
 	f.Fuzz(func(t *testing.T, text string, sh bool) {
 		d := DialectBash
 		if sh {

@@ -256,7 +256,8 @@ const dialectNone Dialect = "-"
 
 // inspect reads p under the inspection roots, pins its bytes and, when it
 // is a shell script, walks it. d forces a dialect (bash x.sh); "" means the
-// file decides by its #! line; dialectNone means it is not shell.
+// file is executed, and the kernel decides by its #! line (execScript);
+// dialectNone means it is not shell.
 func (w *walker) inspect(p string, d Dialect, pos Pos, fr frame) {
 	if d != dialectNone {
 		n := len(w.a.Flags)
@@ -269,59 +270,87 @@ func (w *walker) inspect(p string, d Dialect, pos Pos, fr frame) {
 			}
 		}()
 	}
+	real, body, ok := w.readScript(p, pos)
+	if !ok {
+		return
+	}
+	switch d {
+	case "":
+		w.execScript(hop{path: p, real: real, body: body}, pos, fr)
+		return
+	case dialectNone:
+		d = ""
+	}
+	w.pin(p, real, body, d)
+	if d == "" {
+		w.notAnalysed(p, body, pos)
+		return
+	}
+	w.walkScript(p, body, d, pos, fr)
+}
+
+// readScript reads p whole when it is a regular file inside an inspection
+// root and within the size limit; otherwise it flags why not
+// (script_not_inspected), each detail starting with p.
+func (w *walker) readScript(p string, pos Pos) (real string, body []byte, ok bool) {
 	if w.rerooted {
 		w.flag(FlagScriptNotInspected, pos, "%s runs under another root directory; the host file of that name is not what runs", p)
-		return
+		return "", nil, false
 	}
 	if !w.underInspection(p) {
 		w.flag(FlagScriptNotInspected, pos, "%s is outside the script-inspection roots; its contents were not read", p)
-		return
+		return "", nil, false
 	}
 	real, err := filepath.EvalSymlinks(p)
 	if err != nil {
 		w.flag(FlagScriptNotInspected, pos, "%s: %v", p, err)
-		return
+		return "", nil, false
 	}
 	f, err := os.Open(real)
 	if err != nil {
 		w.flag(FlagScriptNotInspected, pos, "%s: %v", p, err)
-		return
+		return "", nil, false
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil || !st.Mode().IsRegular() {
 		w.flag(FlagScriptNotInspected, pos, "%s is not a regular file", p)
-		return
+		return "", nil, false
 	}
 	if st.Size() > w.in.MaxScriptBytes {
 		w.flag(FlagScriptNotInspected, pos, "%s is %d bytes, over the %d-byte inspection limit", p, st.Size(), w.in.MaxScriptBytes)
-		return
+		return "", nil, false
 	}
-	body, err := io.ReadAll(io.LimitReader(f, w.in.MaxScriptBytes+1))
+	body, err = io.ReadAll(io.LimitReader(f, w.in.MaxScriptBytes+1))
 	if err != nil || int64(len(body)) > w.in.MaxScriptBytes {
 		w.flag(FlagScriptNotInspected, pos, "%s could not be read whole", p)
+		return "", nil, false
+	}
+	return real, body, true
+}
+
+// pin holds p to the bytes read: the run executes exactly them. d is the
+// dialect they were walked in, "" when they were not.
+func (w *walker) pin(p, real string, body []byte, d Dialect) {
+	if w.pinned[p] {
 		return
 	}
-	switch d {
-	case "":
-		d = shebangDialect(body, fr.dialect)
-	case dialectNone:
-		d = ""
-	}
+	w.pinned[p] = true
 	sum := sha256.Sum256(body)
-	pin := govern.Pin{Path: p, RealPath: real, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(body)), Dialect: string(d), Bytes: body}
-	if !w.pinned[p] {
-		w.pinned[p] = true
-		w.a.Pins = append(w.a.Pins, pin)
+	w.a.Pins = append(w.a.Pins, govern.Pin{Path: p, RealPath: real, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(body)), Dialect: string(d), Bytes: body})
+}
+
+func (w *walker) notAnalysed(p string, body []byte, pos Pos) {
+	what := "not a shell script"
+	if bytes.HasPrefix(body, []byte("\x7fELF")) {
+		what = "a binary"
 	}
-	if d == "" {
-		what := "not a shell script"
-		if bytes.HasPrefix(body, []byte("\x7fELF")) {
-			what = "a binary"
-		}
-		w.flag(FlagScriptNotAnalysed, pos, "%s is pinned but %s: what it does is not analysed", p, what)
-		return
-	}
+	w.flag(FlagScriptNotAnalysed, pos, "%s is pinned but %s: what it does is not analysed", p, what)
+}
+
+// walkScript parses the pinned script p in dialect d and walks it as a
+// script the shell runs at pos.
+func (w *walker) walkScript(p string, body []byte, d Dialect, pos Pos, fr frame) {
 	if fr.depth+1 > w.in.MaxScriptDepth {
 		w.flag(FlagDepthExceeded, pos, "%s nests deeper than %d levels; not analysed", p, w.in.MaxScriptDepth)
 		return
@@ -366,23 +395,40 @@ func shebangDialect(body []byte, caller Dialect) Dialect {
 	}
 	interp := path.Base(fields[0])
 	if interp == "env" {
-		// #!/usr/bin/env bash, or #!/usr/bin/env -S bash -e (the kernel
-		// passes "-S bash -e" as one argument; env splits it).
-		rest := fields[1:]
-		if len(rest) > 0 && (rest[0] == "-S" || rest[0] == "--split-string") {
-			rest = rest[1:]
-		} else if len(rest) > 0 && strings.HasPrefix(rest[0], "-S") {
-			rest[0] = rest[0][2:]
+		prog, _, ok := envProgram(fields)
+		if !ok {
+			return ""
 		}
-		if len(rest) == 0 || strings.HasPrefix(rest[0], "-") || strings.Contains(rest[0], "=") {
-			return "" // other env options or assignments: not modelled
-		}
-		interp = path.Base(rest[0])
+		interp = path.Base(prog)
 	}
 	if d, ok := shells[interp]; ok {
 		return d
 	}
 	return ""
+}
+
+// envProgram is the program a #!/usr/bin/env line runs (fields: the line's
+// words): #!/usr/bin/env bash, or #!/usr/bin/env -S bash -e (the kernel
+// passes "-S bash -e" as one argument; env splits it, and args are the
+// program's arguments it splits off). ok is false for other env options or
+// assignments, which are not modelled.
+func envProgram(fields []string) (prog string, args []string, ok bool) {
+	if len(fields) < 2 {
+		return "", nil, false
+	}
+	rest, split := fields[1:], false
+	if rest[0] == "-S" || rest[0] == "--split-string" {
+		rest, split = rest[1:], true
+	} else if strings.HasPrefix(rest[0], "-S") {
+		rest, split = append([]string{rest[0][2:]}, rest[1:]...), true
+	}
+	if len(rest) == 0 || rest[0] == "" || strings.HasPrefix(rest[0], "-") || strings.Contains(rest[0], "=") {
+		return "", nil, false
+	}
+	if split {
+		args = rest[1:]
+	}
+	return rest[0], args, true
 }
 
 func isRegular(p string) bool {
