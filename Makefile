@@ -112,7 +112,7 @@ FUZZ_TARGETS := govern/mcpserver:FuzzStdioFraming govern/mcpserver:FuzzCheckMess
 	govern/shell:FuzzAnalyze govern/shell:FuzzAnalyzeCredentials govern/config:FuzzLoad \
 	govern/policy:FuzzParse hook/framework:FuzzParse govern/secretscan:FuzzFeed \
 	govern/dlp:FuzzCredentialStream govern/ownfiles:FuzzScrub govern/egress:FuzzParseEntry \
-	govern/secretscan:FuzzSamplingAsReference govern/upstream:FuzzClean
+	govern/secretscan:FuzzSamplingAsReference govern/upstream:FuzzClean govern/shell:FuzzKernelShebang
 fuzz:
 	@scripts/fuzz $(MODULE) $(FUZZTIME) $(FUZZ_TARGETS)
 
