@@ -166,6 +166,8 @@ type hostileOpts struct {
 	// no grant for the credential the upstream uses), so the start does
 	// not wait for them; the gateway's own log says when it is connected.
 	unlisted bool
+	// prepare, when set, runs on the world before the gateway starts.
+	prepare func(t *testing.T, w *world)
 }
 
 // hgw is one gateway serving the hostile upstream, and its client.
@@ -218,6 +220,9 @@ func startHostile(t *testing.T, asUser bool, o hostileOpts) *hgw {
 		"    call_timeout_seconds: " + strconv.Itoa(o.timeout) + "\n" + o.entry
 	must(t, os.WriteFile(w.cfg, []byte(s), 0o644))
 
+	if o.prepare != nil {
+		o.prepare(t, w)
+	}
 	g := &hgw{w: w, state: state, agent: o.agent, stderr: &syncBuffer{}, answered: map[string]int{}, progress: map[any][]string{}}
 	cmd := exec.Command(w.bin, "--log-level", "debug", "serve", "--stdio", "--config", w.cfg, "--admin-dir", w.admin, "--agent", o.agent)
 	cmd.Dir = w.ws
@@ -534,6 +539,7 @@ func TestUpstreamHostile(t *testing.T) {
 			{"orphan-holds-pipes", hostileOrphanHoldsPipes},
 			{"secret-in-descriptions", hostileDescribedSecret},
 			{"resource-uris", hostileResourceURIs},
+			{"resource-uri-audit-nearly-full", hostileLongURINearlyFull},
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				t.Parallel()
@@ -634,6 +640,45 @@ func hostileResourceURIs(t *testing.T, asUser bool) {
 	}
 	if events != 2+len(refused) || invalid != len(refused) {
 		t.Errorf("%d events of reads, %d invalid_argument; want %d and %d", events, invalid, 2+len(refused), len(refused))
+	}
+}
+
+// hostileLongURINearlyFull: the review's reproduction. With the audit
+// log's tmpfs at about 490 KB free, a resources/read of a 1.2 MB URI was
+// forwarded (the upstream read it) and its event could not be written
+// (no space left on device): a call with no event. Now it is refused
+// before anything is sent, and its refusal is on the log.
+func hostileLongURINearlyFull(t *testing.T, asUser bool) {
+	var fill func()
+	g := startHostile(t, asUser, hostileOpts{policy: hostileFilesPolicy, env: map[string]string{"HOSTILE_FILES": "1"},
+		prepare: func(t *testing.T, w *world) { fill, _ = auditOnTmpfs(t, w, 4<<20) }})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := g.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "file:///srv/data/public/a"}); err != nil {
+		t.Fatalf("the public file: %v", err)
+	}
+	fill()
+	filler := filepath.Join(filepath.Dir(g.w.audit), "filler")
+	fi, err := os.Stat(filler)
+	must(t, err)
+	must(t, os.Truncate(filler, fi.Size()-490_000))
+	uri := "file:///srv/data/" + strings.Repeat("b", 1200_000)
+	_, err = g.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+	if err == nil || !strings.Contains(err.Error(), "invalid_argument") || strings.Contains(err.Error(), "could not be recorded") {
+		t.Errorf("the 1.2 MB URI: want invalid_argument, recorded; got %.300v", err)
+	}
+	calls, _ := os.ReadFile(filepath.Join(g.state, "calls"))
+	if strings.Contains(string(calls), "bbbbbbbb") {
+		t.Error("the upstream read the 1.2 MB URI")
+	}
+	var refused int
+	for _, ev := range g.w.events(t) {
+		if field(ev, "data", "tool") == "resources/read" && field(ev, "data", "decision", "reason") == "invalid_argument" {
+			refused++
+		}
+	}
+	if refused != 1 {
+		t.Errorf("%d invalid_argument events of the read, want 1", refused)
 	}
 }
 

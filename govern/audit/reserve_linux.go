@@ -86,7 +86,9 @@ func (w *Writer) guard(l int64) error {
 	if w.held <= 0 {
 		return nil
 	}
-	if err := w.setAside(l, l); err != nil {
+	// A chunk at a time, as Reserve does, so that the events written
+	// while calls are in flight rarely need an fallocate each.
+	if err := w.setAside(l, reserveChunk); err != nil {
 		return fmt.Errorf("the room left is reserved for the events of %d upstream requests in flight: %w", w.rooms(), err)
 	}
 	return nil
