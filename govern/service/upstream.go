@@ -310,7 +310,8 @@ func (s *Service) definitionEvent(j upstream.Judgement) {
 	if j.State == audit.DefinitionWithheld || j.State == audit.DefinitionRefused {
 		lv = s.log.Warn()
 	}
-	lv.Str("upstream", j.Server).Str("tool", j.Tool).Str("served", j.Served).Str("state", j.State).
+	// The upstream chose the name: the log line bounds it as the event does.
+	lv.Str("upstream", j.Server).Str("tool", audit.Bound(j.Tool, audit.MaxTextBytes)).Str("served", j.Served).Str("state", j.State).
 		Str("sha256", j.SHA256).Str("previous_sha256", j.Previous).Str("reason", string(j.Reason)).Msg("upstream tool definition: " + j.Message)
 	d := govern.Decision{Outcome: govern.Allow}
 	if j.Reason != "" {
