@@ -166,6 +166,8 @@ type hostileOpts struct {
 	// no grant for the credential the upstream uses), so the start does
 	// not wait for them; the gateway's own log says when it is connected.
 	unlisted bool
+	// prepare, when set, runs on the world before the gateway starts.
+	prepare func(t *testing.T, w *world)
 }
 
 // hgw is one gateway serving the hostile upstream, and its client.
@@ -218,6 +220,9 @@ func startHostile(t *testing.T, asUser bool, o hostileOpts) *hgw {
 		"    call_timeout_seconds: " + strconv.Itoa(o.timeout) + "\n" + o.entry
 	must(t, os.WriteFile(w.cfg, []byte(s), 0o644))
 
+	if o.prepare != nil {
+		o.prepare(t, w)
+	}
 	g := &hgw{w: w, state: state, agent: o.agent, stderr: &syncBuffer{}, answered: map[string]int{}, progress: map[any][]string{}}
 	cmd := exec.Command(w.bin, "--log-level", "debug", "serve", "--stdio", "--config", w.cfg, "--admin-dir", w.admin, "--agent", o.agent)
 	cmd.Dir = w.ws
@@ -533,6 +538,8 @@ func TestUpstreamHostile(t *testing.T) {
 			{"unsandboxed-control", hostileUnsandboxed},
 			{"orphan-holds-pipes", hostileOrphanHoldsPipes},
 			{"secret-in-descriptions", hostileDescribedSecret},
+			{"resource-uris", hostileResourceURIs},
+			{"resource-uri-audit-nearly-full", hostileLongURINearlyFull},
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				t.Parallel()
@@ -540,6 +547,139 @@ func TestUpstreamHostile(t *testing.T) {
 			})
 		}
 	})
+}
+
+// hostileFilesPolicy denies the upstream's private files by the pattern
+// docs/upstreams.md shows.
+const hostileFilesPolicy = `default_agent:
+  profile: files
+agents:
+  ci:
+    profile: files
+    credentials: [github_token]
+profiles:
+  files:
+    exec_timeout_seconds: 30
+    tool_permissions:
+      - {pattern: "mcp:hostile__resource:file:///srv/data/private/*", action: deny}
+      - {pattern: "*", action: allow}
+`
+
+// hostileResourceURIs: the upstream serves the template
+// file:///srv/data/{+path} and the policy denies file:///srv/data/private/*.
+// Another spelling of a private file (dot segments, a doubled slash, a
+// percent-encoded letter, encoded dots, an encoded slash, a query
+// a naive server reads as path) is refused before it is sent
+// (invalid_argument, naming the normal form); a 1 MiB URI is refused
+// likewise rather than forwarded with an event too large for its room.
+// The upstream reads only the public file, and every read leaves one
+// event, none larger than the room a forwarded call reserves.
+func hostileResourceURIs(t *testing.T, asUser bool) {
+	g := startHostile(t, asUser, hostileOpts{policy: hostileFilesPolicy, env: map[string]string{"HOSTILE_FILES": "1"}})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	read := func(uri string) error {
+		_, err := g.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+		return err
+	}
+	if err := read("file:///srv/data/public/a"); err != nil {
+		t.Fatalf("the public file: %v", err)
+	}
+	if err := read("file:///srv/data/private/key"); err == nil || !strings.Contains(err.Error(), "tool_permission") {
+		t.Errorf("the private file: %v", err)
+	}
+	refused := []struct{ uri, says string }{
+		{"file:///srv/data/public/../private/key", "read file:///srv/data/private/key instead"},
+		{"file:///srv/data//private/key", "read file:///srv/data/private/key instead"},
+		{"file:///srv/data/%70rivate/key", "read file:///srv/data/private/key instead"},
+		{"file:///srv/data/./private/key", "read file:///srv/data/private/key instead"},
+		{"file:///srv/data/public/%2e%2e/private/key", "read file:///srv/data/private/key instead"},
+		{"file:///srv/data/public%2F..%2Fprivate/key", "(%2F)"},
+		{"file:///srv/data/public/x?/../../private/key", "no query or fragment"},
+		{"file:///srv/data/" + strings.Repeat("a", 1<<20), "at most 8192"},
+	}
+	for _, c := range refused {
+		if err := read(c.uri); err == nil || !strings.Contains(err.Error(), "invalid_argument") || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%.60s: want invalid_argument (%s), got %v", c.uri, c.says, err)
+		}
+	}
+	calls, err := os.ReadFile(filepath.Join(g.state, "calls"))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	var reads []string
+	for _, line := range strings.Split(string(calls), "\n") {
+		if strings.Contains(line, `"resources/read"`) {
+			reads = append(reads, line)
+		}
+	}
+	if len(reads) != 1 || !strings.Contains(reads[0], `"file:///srv/data/public/a"`) {
+		t.Errorf("the upstream read %d resources: %.300q", len(reads), reads)
+	}
+	log, err := os.ReadFile(g.w.audit)
+	must(t, err)
+	var events, invalid int
+	for _, line := range strings.Split(strings.TrimSpace(string(log)), "\n") {
+		if len(line) > 64<<10 {
+			t.Errorf("an audit event of %d bytes (the room reserved is 64 KiB): %.200s", len(line), line)
+		}
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("audit line is not JSON: %v: %.200s", err, line)
+		}
+		if field(ev, "data", "tool") != "resources/read" {
+			continue
+		}
+		events++
+		if field(ev, "data", "decision", "reason") == "invalid_argument" {
+			invalid++
+			if ev["type"] != "dev.mitrity.decision" || field(ev, "data", "upstream") != nil {
+				t.Errorf("a refused read has an upstream card: %.300v", ev)
+			}
+		}
+	}
+	if events != 2+len(refused) || invalid != len(refused) {
+		t.Errorf("%d events of reads, %d invalid_argument; want %d and %d", events, invalid, 2+len(refused), len(refused))
+	}
+}
+
+// hostileLongURINearlyFull: the review's reproduction. With the audit
+// log's tmpfs at about 490 KB free, a resources/read of a 1.2 MB URI was
+// forwarded (the upstream read it) and its event could not be written
+// (no space left on device): a call with no event. Now it is refused
+// before anything is sent, and its refusal is on the log.
+func hostileLongURINearlyFull(t *testing.T, asUser bool) {
+	var fill func()
+	g := startHostile(t, asUser, hostileOpts{policy: hostileFilesPolicy, env: map[string]string{"HOSTILE_FILES": "1"},
+		prepare: func(t *testing.T, w *world) { fill, _ = auditOnTmpfs(t, w, 4<<20) }})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := g.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "file:///srv/data/public/a"}); err != nil {
+		t.Fatalf("the public file: %v", err)
+	}
+	fill()
+	filler := filepath.Join(filepath.Dir(g.w.audit), "filler")
+	fi, err := os.Stat(filler)
+	must(t, err)
+	must(t, os.Truncate(filler, fi.Size()-490_000))
+	uri := "file:///srv/data/" + strings.Repeat("b", 1200_000)
+	_, err = g.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+	if err == nil || !strings.Contains(err.Error(), "invalid_argument") || strings.Contains(err.Error(), "could not be recorded") {
+		t.Errorf("the 1.2 MB URI: want invalid_argument, recorded; got %.300v", err)
+	}
+	calls, _ := os.ReadFile(filepath.Join(g.state, "calls"))
+	if strings.Contains(string(calls), "bbbbbbbb") {
+		t.Error("the upstream read the 1.2 MB URI")
+	}
+	var refused int
+	for _, ev := range g.w.events(t) {
+		if field(ev, "data", "tool") == "resources/read" && field(ev, "data", "decision", "reason") == "invalid_argument" {
+			refused++
+		}
+	}
+	if refused != 1 {
+		t.Errorf("%d invalid_argument events of the read, want 1", refused)
+	}
 }
 
 // hostileDescribedSecret: the upstream lists the granted credential (in

@@ -180,6 +180,7 @@ func (b Builder) Build(r Record) (*Event, error) {
 		ev.Type = TypeExecution
 		ev.Data.Execution = executionOf(r.Run, s)
 	}
+	ev.bound()
 	if err := ev.Validate(); err != nil {
 		return nil, err
 	}

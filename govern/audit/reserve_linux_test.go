@@ -15,7 +15,16 @@ import (
 )
 
 // eventRoom is what the service reserves before a forwarded call.
-const eventRoom = 64 << 10
+const eventRoom = MaxUpstreamEventBytes
+
+// reserve is w.Reserve(n) for a test that only needs it to succeed or
+// fail: the room is released at the end of the test.
+func reserve(t *testing.T, w *Writer, n int64) error {
+	t.Helper()
+	r, err := w.Reserve(n)
+	t.Cleanup(r.Release)
+	return err
+}
 
 func TestReserve(t *testing.T) {
 	t.Parallel()
@@ -29,7 +38,7 @@ func TestReserve(t *testing.T) {
 	assert.NilError(t, err)
 
 	for range 3 {
-		assert.NilError(t, w.Reserve(eventRoom))
+		assert.NilError(t, reserve(t, w, eventRoom))
 	}
 	after, err := os.Stat(path)
 	assert.NilError(t, err)
@@ -64,7 +73,7 @@ func TestReserveFollowsThePath(t *testing.T) {
 	assert.NilError(t, err)
 	defer w.Close()
 	assert.NilError(t, os.Rename(path, path+".1"))
-	assert.NilError(t, w.Reserve(eventRoom))
+	assert.NilError(t, reserve(t, w, eventRoom))
 	assert.Equal(t, w.Reopens(ReopenMissing), uint64(1))
 	fi, err := os.Stat(path)
 	assert.NilError(t, err)
@@ -76,7 +85,7 @@ func TestReserveClosed(t *testing.T) {
 	w, err := OpenWriter(filepath.Join(t.TempDir(), "audit.jsonl"))
 	assert.NilError(t, err)
 	assert.NilError(t, w.Close())
-	assert.Check(t, is.ErrorIs(w.Reserve(eventRoom), ErrClosed))
+	assert.Check(t, is.ErrorIs(reserve(t, w, eventRoom), ErrClosed))
 }
 
 // chattr sets or clears attr on path; it skips the test when the tool or
@@ -115,7 +124,7 @@ func TestReserveRefusesAnImmutableLog(t *testing.T) {
 			t.Cleanup(func() { _ = exec.Command("chattr", "-"+tc.flag[1:], path).Run() })
 			before, err := os.Stat(path)
 			assert.NilError(t, err)
-			err = w.Reserve(eventRoom)
+			err = reserve(t, w, eventRoom)
 			if tc.ok {
 				assert.NilError(t, err)
 				assert.NilError(t, w.Write(mustBuild(t, testBuilder(), completedRecord())))
@@ -150,7 +159,8 @@ func TestReserveRefusesAFullDisk(t *testing.T) {
 	assert.NilError(t, err)
 	defer w.Close()
 	assert.NilError(t, w.Write(mustBuild(t, testBuilder(), completedRecord())))
-	assert.NilError(t, w.Reserve(eventRoom), "room while the disk has it")
+	room, err := w.Reserve(eventRoom)
+	assert.NilError(t, err, "room while the disk has it")
 
 	// Something else fills the disk.
 	fill, err := os.Create(filepath.Join(dir, "fill"))
@@ -162,15 +172,115 @@ func TestReserveRefusesAFullDisk(t *testing.T) {
 		}
 	}
 	fill.Close()
-	// The room reserved before is still the log's: held until the log
-	// grows into it.
-	assert.NilError(t, w.Reserve(eventRoom))
 	// More than was set aside cannot be had.
-	err = w.Reserve(4 * eventRoom)
+	err = reserve(t, w, 4*eventRoom)
 	assert.Check(t, errors.Is(err, unix.ENOSPC), "%v", err)
 	assert.Check(t, is.ErrorContains(err, "reserving room for the next event"))
 	// What was reserved takes the event.
-	assert.NilError(t, w.Write(must(testBuilder().BuildUpstream(upstreamCallRecord(), completedCard(), nil))))
+	assert.NilError(t, w.Append(must(testBuilder().BuildUpstream(upstreamCallRecord(), completedCard(), nil)), room))
+	held, rooms := w.Held()
+	assert.Equal(t, held, int64(0))
+	assert.Equal(t, rooms, 0)
+}
+
+// TestReserveEachCallItsOwnRoom: on a disk that fills, every room
+// Reserve grants is its own: the second of two calls in flight is refused
+// when the disk has room for one event only, the event of the first is
+// written, an event written without a room (a decision) cannot take the
+// room held, and a released room serves the next call.
+func TestReserveEachCallItsOwnRoom(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a small tmpfs needs root")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=512k"); err != nil {
+		t.Skipf("cannot mount a tmpfs here: %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
+	path := filepath.Join(dir, "audit.jsonl")
+	w, err := OpenWriter(path)
+	assert.NilError(t, err)
+	defer w.Close()
+	assert.NilError(t, w.Write(mustBuild(t, testBuilder(), completedRecord())))
+	// The disk is filled to about one event's room past the log.
+	fill, err := os.Create(filepath.Join(dir, "fill"))
+	assert.NilError(t, err)
+	buf := make([]byte, 4096)
+	for {
+		if _, err := fill.Write(buf); err != nil {
+			break
+		}
+	}
+	var st unix.Statfs_t
+	assert.NilError(t, unix.Statfs(dir, &st))
+	free := int64(st.Bavail) * int64(st.Bsize)
+	assert.Check(t, free < eventRoom, "free %d", free)
+	fi, err := fill.Stat()
+	assert.NilError(t, err)
+	assert.NilError(t, fill.Truncate(fi.Size()-(eventRoom+eventRoom/2-free)))
+	fill.Close()
+
+	first, err := w.Reserve(eventRoom)
+	assert.NilError(t, err, "room for one event")
+	_, err = w.Reserve(eventRoom)
+	assert.Check(t, errors.Is(err, unix.ENOSPC), "a second call in flight gets no room of its own: %v", err)
+	held, rooms := w.Held()
+	assert.Equal(t, held, int64(eventRoom))
+	assert.Equal(t, rooms, 1)
+
+	// A large event with no room of its own may not eat the one held.
+	big := completedRecord()
+	big.Decision.Message = strings.Repeat("x", MaxMessageBytes)
+	for range eventRoom / MaxMessageBytes {
+		if err = w.Write(mustBuild(t, testBuilder(), big)); err != nil {
+			break
+		}
+	}
+	assert.Check(t, is.ErrorContains(err, "reserved for the events of 1 upstream requests in flight"))
+
+	// The first call's event, as large as an event can be, is written.
+	ev := must(testBuilder().BuildUpstream(upstreamCallRecord(), completedCard(), nil))
+	ev.Data.Decision.Message = strings.Repeat("y", eventRoom-2048)
+	assert.NilError(t, w.Append(ev, first))
+	held, rooms = w.Held()
+	assert.Equal(t, held, int64(0))
+	assert.Equal(t, rooms, 0)
+	first.Release() // a second release is nothing
+	held, _ = w.Held()
+	assert.Equal(t, held, int64(0))
+	got, err := ReadAll(path, Filter{})
+	assert.NilError(t, err)
+	assert.Equal(t, got[len(got)-1].ID, ev.ID)
+}
+
+// TestReserveRelease: a room given back without an event frees its share
+// for the next call.
+func TestReserveRelease(t *testing.T) {
+	t.Parallel()
+	w, err := OpenWriter(filepath.Join(t.TempDir(), "audit.jsonl"))
+	assert.NilError(t, err)
+	defer w.Close()
+	var rs []*Room
+	for range 3 {
+		r, err := w.Reserve(eventRoom)
+		assert.NilError(t, err)
+		rs = append(rs, r)
+	}
+	held, rooms := w.Held()
+	assert.Equal(t, held, int64(3*eventRoom))
+	assert.Equal(t, rooms, 3)
+	rs[0].Release()
+	rs[0].Release()
+	assert.NilError(t, w.Append(must(testBuilder().BuildUpstream(upstreamCallRecord(), completedCard(), nil)), rs[1]))
+	held, rooms = w.Held()
+	assert.Equal(t, held, int64(eventRoom))
+	assert.Equal(t, rooms, 1)
+	// An event that fails validation uses its room up all the same.
+	assert.Check(t, w.Append(&Event{}, rs[2]) != nil)
+	held, rooms = w.Held()
+	assert.Equal(t, held, int64(0))
+	assert.Equal(t, rooms, 0)
 }
 
 // TestReserveAfterCopytruncate: room set aside once serves later calls
@@ -188,13 +298,13 @@ func TestReserveAfterCopytruncate(t *testing.T) {
 		assert.NilError(t, err)
 		return fi.Sys().(*syscall.Stat_t).Blocks * 512
 	}
-	assert.NilError(t, w.Reserve(eventRoom))
+	assert.NilError(t, reserve(t, w, eventRoom))
 	if allocated() < eventRoom {
 		t.Skip("the filesystem has no fallocate")
 	}
 	assert.Check(t, allocated() >= reserveChunk, "a chunk is set aside, not one event's room")
 	assert.NilError(t, os.Truncate(path, 0))
 	assert.Equal(t, allocated(), int64(0))
-	assert.NilError(t, w.Reserve(eventRoom))
+	assert.NilError(t, reserve(t, w, eventRoom))
 	assert.Check(t, allocated() >= eventRoom, "the room is set aside again after the truncation")
 }

@@ -214,6 +214,11 @@ func (b Builder) BuildUpstream(r Record, u *UpstreamCall, d *ToolDefinition) (*E
 		// silently dropped.
 		return nil, fmt.Errorf("%w: an upstream event carries an upstream card or a tool definition, exactly one", ErrInvalidEvent)
 	}
+	if r.Analysis != nil || r.Run != nil {
+		// An upstream event's size is bounded (MaxUpstreamEventBytes):
+		// it carries no command or execution card.
+		return nil, fmt.Errorf("%w: an upstream event carries no command analysis and no run", ErrInvalidEvent)
+	}
 	ev, err := b.Build(r)
 	if err != nil {
 		return nil, err
@@ -224,6 +229,7 @@ func (b Builder) BuildUpstream(r Record, u *UpstreamCall, d *ToolDefinition) (*E
 	case d != nil:
 		ev.Type, ev.Data.ToolDefinition = TypeToolDefinition, d
 	}
+	ev.bound()
 	if err := ev.Validate(); err != nil {
 		return nil, err
 	}

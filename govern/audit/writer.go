@@ -47,8 +47,12 @@ type Writer struct {
 	dev  uint64 // the open file's device and inode
 	ino  uint64
 	torn bool // the last write may have left a partial line
-	// reservedTo is where the room Reserve last set aside in f ends.
+	// reservedTo is where the room Reserve last set aside in f ends;
+	// held is what the rooms not yet written or released take of it, and
+	// heldRooms how many they are.
 	reservedTo int64
+	held       int64
+	heldRooms  int
 	closed     bool
 
 	// Append's flusher: pending says lines were appended since the last
@@ -136,8 +140,9 @@ func (w *Writer) open() error {
 		}
 		w.f.Close()
 	}
-	w.f, w.torn, w.reservedTo = f, false, 0
+	w.f, w.torn = f, false
 	w.dev, w.ino = fileID(fi)
+	w.reserveHeld()
 	return nil
 }
 
@@ -200,7 +205,7 @@ func (w *Writer) Path() string { return w.path }
 
 // Write validates ev, appends it as one line and fsyncs the file.
 func (w *Writer) Write(ev *Event) error {
-	if err := w.write(ev, true); err != nil {
+	if err := w.write(ev, true, nil); err != nil {
 		w.errors.Add(1)
 		return err
 	}
@@ -213,15 +218,54 @@ func (w *Writer) Write(ev *Event) error {
 // kernel (a gateway that is killed loses nothing), and on the disk a few
 // milliseconds later (a host that crashes in between can lose it). It is
 // for the one event of a call that has already happened (a forwarded
-// upstream request), whose room Reserve checked first. A failed
-// background fsync is returned by the next Append and Reserve, and counted.
-func (w *Writer) Append(ev *Event) error {
-	if err := w.write(ev, false); err != nil {
+// upstream request), written into the room Reserve set aside for it
+// (room; nil: none). The room is used up either way. A failed background
+// fsync is returned by the next Append and Reserve, and counted.
+func (w *Writer) Append(ev *Event, room *Room) error {
+	if err := w.write(ev, false, room); err != nil {
 		w.errors.Add(1)
 		return err
 	}
 	return nil
 }
+
+// Room is the room Reserve set aside for one event: the Writer counts it
+// as taken until the event is appended into it (Append) or it is
+// released.
+type Room struct {
+	w    *Writer
+	n    int64
+	done bool // under w.mu
+}
+
+// Release gives the room back (its call ended without an event, or the
+// event was written). It is safe on nil and more than once.
+func (r *Room) Release() {
+	if r == nil || r.w == nil {
+		return
+	}
+	r.w.mu.Lock()
+	defer r.w.mu.Unlock()
+	r.release()
+}
+
+func (r *Room) release() {
+	if r.done {
+		return
+	}
+	r.done = true
+	r.w.held -= r.n
+	r.w.heldRooms--
+}
+
+// Held is the room the rooms not yet used take, and how many they are.
+func (w *Writer) Held() (bytes int64, rooms int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.held, w.heldRooms
+}
+
+func (w *Writer) rooms() int { return w.heldRooms }
 
 // groupCommit is how long the flusher waits after the first line it is
 // woken for, so that one fsync covers the lines appended meanwhile: at a
@@ -254,7 +298,12 @@ func (w *Writer) flush() {
 	}
 }
 
-func (w *Writer) write(ev *Event, sync bool) error {
+func (w *Writer) write(ev *Event, sync bool, room *Room) error {
+	if room != nil && room.w == w {
+		// Used up whatever happens: the event goes into its room, and a
+		// write that fails leaves the call with no event to write.
+		defer room.Release()
+	}
 	if ev == nil {
 		return fmt.Errorf("%w: nil event", ErrInvalidEvent)
 	}
@@ -279,6 +328,12 @@ func (w *Writer) write(ev *Event, sync bool) error {
 		line = append(line, '\n')
 	}
 	line = append(append(line, b...), '\n')
+	if room != nil && room.w == w {
+		room.release()
+	}
+	if err := w.guard(int64(len(line))); err != nil {
+		return fmt.Errorf("audit log %s: event %s: %w", w.path, ev.ID, err)
+	}
 	n, err := w.f.Write(line)
 	if err != nil {
 		w.torn = (n > 0 && !w.untear(n)) || w.torn

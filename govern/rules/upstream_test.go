@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"encoding/json"
 	"testing"
 
 	"gotest.tools/v3/assert"
@@ -71,3 +72,36 @@ func TestUpstreamVariables(t *testing.T) {
 		assert.Check(t, is.Equal(len(m) > 0 && m[0].Err != nil, tt.errorsOnSh), "shell call: %s: %+v", tt.when, m)
 	}
 }
+
+// TestUpstreamPathRule: the documented way to keep a server's writes
+// under a directory. startsWith compares text, so /srv/data/out/../x
+// passes it; under cleans the path first, and a relative path (an
+// upstream call has no cwd) is under no absolute directory.
+func TestUpstreamPathRule(t *testing.T) {
+	t.Parallel()
+	s := mustCompile(t, Rule{Name: "out", When: `server == "fs" && !(has(arguments.path) && under(arguments.path, "/srv/data/out"))`, Action: "deny"})
+	naive := mustCompile(t, Rule{Name: "naive", When: `server == "fs" && !(has(arguments.path) && arguments.path.startsWith("/srv/data/out/"))`, Action: "deny"})
+	for _, tc := range []struct {
+		path  string
+		allow bool
+	}{
+		{"/srv/data/out/a.txt", true},
+		{"/srv/data/out/sub/../b.txt", true},
+		{"/srv/data/out//c.txt", true},
+		{"/srv/data/out/../x", false},
+		{"/srv/data/out/../../../etc/passwd", false},
+		{"/srv/data/outside/x", false},
+		{"out/a.txt", false},
+		{"../srv/data/out/a.txt", false},
+	} {
+		in := InputFrom(mcpCall(`{"path":`+strconvQuote(tc.path)+`}`), nil)
+		d, _ := s.Evaluate(in)
+		assert.Check(t, is.Equal(d.Outcome == govern.Allow, tc.allow), "under: %s: %+v", tc.path, d)
+		if tc.path == "/srv/data/out/../x" {
+			d, _ := naive.Evaluate(in)
+			assert.Check(t, is.Equal(d.Outcome, govern.Allow), "startsWith admits %s (the caveat the docs state)", tc.path)
+		}
+	}
+}
+
+func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }

@@ -26,12 +26,16 @@ import (
 // every string of the answer is redacted and scanned before anything is
 // returned; one event records it.
 
-// reserver is an audit sink that can check, before a call whose one event
-// is written after it, that the event will have room (audit.Writer).
-type reserver interface{ Reserve(n int64) error }
+// reserver is an audit sink that can set aside, before a call whose one
+// event is written after it, room for that event (audit.Writer): each
+// call its own room, held until its event is written into it.
+type reserver interface {
+	Reserve(n int64) (*audit.Room, error)
+}
 
-// eventRoom is what a forwarded call reserves in the audit log.
-const eventRoom = 64 << 10
+// eventRoom is what a forwarded call reserves in the audit log: the most
+// an upstream event can take, every string in it bounded (audit.Bound).
+const eventRoom = audit.MaxUpstreamEventBytes
 
 // forwarding is one decided upstream request on its way.
 type forwarding struct {
@@ -41,6 +45,8 @@ type forwarding struct {
 	cfgName string
 	card    *audit.UpstreamCall
 	started time.Time
+	// room is the audit log's room for this request's event.
+	room *audit.Room
 }
 
 // failure is a forwarded request that did not get an answer to pass on.
@@ -63,7 +69,7 @@ func (s bound) begin(st *pipeline.State, d govern.Decision, server, method, name
 	// the upstream answered, so the log must be able to take it now.
 	var err error
 	if r, ok := s.audit.(reserver); ok {
-		err = r.Reserve(eventRoom)
+		fw.room, err = r.Reserve(eventRoom)
 	} else if s.audit == nil {
 		err = ErrNoAuditLog
 	}
@@ -194,9 +200,10 @@ func (fw *forwarding) progressTo(report func(float64, float64, string)) (to func
 	}, func() { fw.s.countRedactions(counts()) }
 }
 
-// record writes the request's one event; an error is what the agent is
-// told it could not be recorded.
+// record writes the request's one event into its room; an error is what
+// the agent is told it could not be recorded.
 func (fw *forwarding) record() error {
+	defer fw.room.Release()
 	s := fw.s
 	fw.card.DurationMS = time.Since(fw.started).Milliseconds()
 	red, err := s.known.redactor()
@@ -205,7 +212,7 @@ func (fw *forwarding) record() error {
 	}
 	rec := audit.Record{Call: s.recordedCall(fw.st.Call, red), Decision: fw.d, WouldDeny: len(fw.st.WouldDeny) > 0, Scrub: red}
 	fw.card.Name = s.recordedText(fw.st.Call.Agent, fw.card.Name, red)
-	_, err = s.recordUpstream(rec, fw.card, nil, true)
+	_, err = s.recordUpstream(rec, fw.card, nil, fw.room)
 	return err
 }
 
@@ -273,10 +280,26 @@ func noteUnrecorded(res *mcp.CallToolResult, err error) *mcp.CallToolResult {
 // DLP on the URI, the upstream's credential grants), forwarded, and its
 // contents redacted and scanned like a tool result; one audit event. An
 // error is the sentence the agent gets as the request's error.
+//
+// Only a URI in normal form is read (upstream.CheckURI): one longer than
+// upstream.MaxURIBytes, or whose normal form differs from it, is refused
+// before the pipeline (invalid_argument), the sentence naming the normal
+// form, so that what the upstream reads is exactly what was judged.
 func (s *Service) ReadResource(ctx context.Context, agent, server, uri string) (*mcp.ReadResourceResult, error) {
 	args, _ := json.Marshal(map[string]string{"uri": uri})
 	call := govern.Call{Agent: agent, Surface: govern.SurfaceMCP, Tool: "resources/read", ActionType: upstream.ResourceAction(server, uri),
 		Server: server, UpstreamTool: uri, Arguments: args}
+	if problem := upstream.CheckURI(uri); problem != "" {
+		if len(uri) > upstream.MaxURIBytes {
+			call.Arguments = nil // not recorded, not hashed whole
+		}
+		if s.ups == nil || s.ups.conns[server] == nil {
+			return nil, fmt.Errorf("no upstream %s is served", server)
+		}
+		res := s.bind().upstreamDenied(call, nil, govern.Decision{Outcome: govern.Deny, Reason: govern.ReasonInvalidArgument, Stage: "arguments",
+			Message: "invalid arguments: " + problem + "; nothing was sent"})
+		return nil, errors.New(res.Content[0].(*mcp.TextContent).Text)
+	}
 	return forwardRequest(ctx, s.bind(), call, "resources/read", func(ctx context.Context, sess *mcp.ClientSession, raw []byte) (*mcp.ReadResourceResult, error) {
 		// The URI as the pipeline left it: DLP-redacted under
 		// dlp.arguments: redact, ${credential:<id>} substituted.

@@ -330,19 +330,20 @@ func (s *Service) write(rec audit.Record) string {
 
 // recordEvent is record returning the event.
 func (s *Service) recordEvent(rec audit.Record) (*audit.Event, error) {
-	return s.recordWith(rec, s.builder.Build, false)
+	return s.recordWith(rec, s.builder.Build, nil)
 }
 
 // recordUpstream records the event of an upstream request (card) or of a
 // judged tool definition (def) the way recordEvent records any other;
-// appended, its fsync is left to the writer's flusher (a request that has
-// already happened, whose room was reserved).
-func (s *Service) recordUpstream(rec audit.Record, card *audit.UpstreamCall, def *audit.ToolDefinition, appended bool) (*audit.Event, error) {
-	return s.recordWith(rec, func(r audit.Record) (*audit.Event, error) { return s.builder.BuildUpstream(r, card, def) }, appended)
+// with a room, it is appended into it and its fsync is left to the
+// writer's flusher (a request that has already happened, whose room was
+// reserved).
+func (s *Service) recordUpstream(rec audit.Record, card *audit.UpstreamCall, def *audit.ToolDefinition, room *audit.Room) (*audit.Event, error) {
+	return s.recordWith(rec, func(r audit.Record) (*audit.Event, error) { return s.builder.BuildUpstream(r, card, def) }, room)
 }
 
 // recordWith scrubs, builds (with build) and writes one event.
-func (s *Service) recordWith(rec audit.Record, build func(audit.Record) (*audit.Event, error), appended bool) (*audit.Event, error) {
+func (s *Service) recordWith(rec audit.Record, build func(audit.Record) (*audit.Event, error), room *audit.Room) (*audit.Event, error) {
 	if rec.Scrub == nil {
 		// Every event: a value typed into a refused command is as much
 		// a credential as one a run printed.
@@ -360,28 +361,30 @@ func (s *Service) recordWith(rec audit.Record, build func(audit.Record) (*audit.
 		s.metrics.AuditWriteError()
 		return nil, fmt.Errorf("building the audit event: %w", err)
 	}
-	if err := s.emitWith(ev, appended); err != nil {
+	if err := s.emitWith(ev, room); err != nil {
 		return nil, err
 	}
 	return ev, nil
 }
 
 // emit logs, counts and writes one built event.
-func (s *Service) emit(ev *audit.Event) error { return s.emitWith(ev, false) }
+func (s *Service) emit(ev *audit.Event) error { return s.emitWith(ev, nil) }
 
-// appender is an audit sink that can append an event with its fsync left
-// to a flusher (audit.Writer.Append).
-type appender interface{ Append(*audit.Event) error }
+// appender is an audit sink that can append an event into the room
+// reserved for it, with its fsync left to a flusher (audit.Writer.Append).
+type appender interface {
+	Append(*audit.Event, *audit.Room) error
+}
 
-// emitWith writes ev; appended, the fsync follows at once in the
-// background (the event of a request that has already happened, whose
-// room was reserved before it was sent).
-func (s *Service) emitWith(ev *audit.Event, appended bool) error {
+// emitWith writes ev; with a room, into it, the fsync following at once
+// in the background (the event of a request that has already happened,
+// whose room was reserved before it was sent).
+func (s *Service) emitWith(ev *audit.Event, room *audit.Room) error {
 	s.metrics.Observe(ev)
 	audit.LogDecision(s.log, ev)
 	err := ErrNoAuditLog
-	if a, ok := s.audit.(appender); ok && appended {
-		err = a.Append(ev)
+	if a, ok := s.audit.(appender); ok && room != nil {
+		err = a.Append(ev, room)
 	} else if s.audit != nil {
 		err = s.audit.Write(ev)
 	}

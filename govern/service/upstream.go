@@ -363,7 +363,8 @@ func (s *Service) definitionEvent(j upstream.Judgement) error {
 	if j.State == audit.DefinitionWithheld || j.State == audit.DefinitionRefused {
 		lv = s.log.Warn()
 	}
-	lv.Str("upstream", j.Server).Str("tool", j.Tool).Str("served", j.Served).Str("state", j.State).
+	// The upstream chose the name: the log line bounds it as the event does.
+	lv.Str("upstream", j.Server).Str("tool", audit.Bound(j.Tool, audit.MaxTextBytes)).Str("served", j.Served).Str("state", j.State).
 		Str("sha256", j.SHA256).Str("previous_sha256", j.Previous).Str("reason", string(j.Reason)).Msg("upstream tool definition: " + j.Message)
 	d := govern.Decision{Outcome: govern.Allow}
 	if j.Reason != "" {
@@ -376,7 +377,7 @@ func (s *Service) definitionEvent(j upstream.Judgement) error {
 	}
 	// A loss is logged and counted by recordUpstream; the judgement stands.
 	_, err := s.recordUpstream(audit.Record{Call: call, Decision: d}, nil, &audit.ToolDefinition{
-		Server: j.Server, Tool: j.Tool, Served: j.Served, SHA256: j.SHA256, Previous: j.Previous, State: j.State, Reason: j.Reason}, false)
+		Server: j.Server, Tool: j.Tool, Served: j.Served, SHA256: j.SHA256, Previous: j.Previous, State: j.State, Reason: j.Reason}, nil)
 	return err
 }
 
@@ -435,7 +436,7 @@ func (s *Service) upstreamRequest(ctx context.Context, server, method string) er
 		card.Status, card.Reason = govern.StatusNeverRan, govern.ReasonUpstreamRequestRefused
 	}
 	call := govern.Call{Agent: "upstream:" + server, Surface: govern.SurfaceMCP, Tool: method, ActionType: govern.ActionMCPPrefix + server, Server: server}
-	s.recordUpstream(audit.Record{Call: call, Decision: d}, card, nil, false)
+	s.recordUpstream(audit.Record{Call: call, Decision: d}, card, nil, nil)
 	return err
 }
 
@@ -772,7 +773,7 @@ func (s *Service) stdioDialer(u config.Upstream) upstream.Dialer {
 func (s bound) launched(ctx context.Context, server string, mode govern.SandboxMode) error {
 	call := govern.Call{Agent: "upstream:" + server, Surface: govern.SurfaceMCP, Tool: "launch", ActionType: govern.ActionMCPPrefix + server, Server: server}
 	ev, err := s.recordUpstream(audit.Record{Call: call, Decision: govern.Decision{Outcome: govern.Allow}},
-		&audit.UpstreamCall{Server: server, Method: "launch", Status: govern.StatusCompleted, ServerSandbox: mode.String()}, nil, false)
+		&audit.UpstreamCall{Server: server, Method: "launch", Status: govern.StatusCompleted, ServerSandbox: mode.String()}, nil, nil)
 	if err != nil {
 		return fmt.Errorf("upstream %s was not started: its start could not be recorded in the audit log: %w", server, err)
 	}

@@ -41,9 +41,9 @@ func ServedName(server, tool string) (string, error) {
 	case tool == "":
 		return "", fmt.Errorf("upstream %s lists a tool with no name", server)
 	case len(n) > MaxServedName:
-		return "", fmt.Errorf("%s is %d characters; model APIs accept at most %d", n, len(n), MaxServedName)
+		return "", fmt.Errorf("%s is %d characters; model APIs accept at most %d", cut(n, 128), len(n), MaxServedName)
 	case !servedNameRE.MatchString(n):
-		return "", fmt.Errorf("%q holds characters a model API refuses in a tool name (letters, digits, '_' and '-' only)", n)
+		return "", fmt.Errorf("%q holds characters a model API refuses in a tool name (letters, digits, '_' and '-' only)", cut(n, 128))
 	}
 	return n, nil
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -87,10 +88,22 @@ func (o *Offers) JudgeResources(server string, rs []*mcp.Resource, ts []*mcp.Res
 	judge := func(r Resource, text string) {
 		key := r.Key()
 		j := Judgement{Server: server, Tool: key, Served: key, SHA256: hashOf(r)}
+		problem := ""
+		switch {
+		case len(key) > MaxURIBytes:
+			problem = fmt.Sprintf("the URI is %d bytes; at most %d are read", len(key), MaxURIBytes)
+		case r.Def != nil:
+			// A listed resource is read by exactly its URI: one that
+			// would be refused is not listed.
+			problem = CheckURI(key)
+		}
 		switch {
 		case key == "" || taken[key]:
 			j.State, j.Reason, j.Message = audit.DefinitionRefused, govern.ReasonToolNameInvalid,
-				fmt.Sprintf("resource %q of %s is empty or already served by another upstream; it is not served", key, server)
+				fmt.Sprintf("resource %q of %s is empty or already served by another upstream; it is not served", cut(key, 256), server)
+		case problem != "":
+			j.State, j.Reason, j.Message = audit.DefinitionRefused, govern.ReasonToolNameInvalid,
+				fmt.Sprintf("resource %q of %s cannot be read through the gateway (%s); it is not served", cut(key, 256), server, problem)
 		default:
 			if f := inject.Scan(text); len(f) > 0 {
 				j.State, j.Reason = audit.DefinitionWithheld, govern.ReasonToolDescriptionInjection
@@ -205,6 +218,18 @@ func (o *Offers) Prompt(served string) (Prompt, bool) {
 		}
 	}
 	return Prompt{}, false
+}
+
+// cut is at most n bytes of v (on a UTF-8 boundary), marked when cut: what
+// a message quotes of a name the upstream chose.
+func cut(v string, n int) string {
+	if len(v) <= n {
+		return v
+	}
+	for n > 0 && !utf8.RuneStart(v[n]) {
+		n--
+	}
+	return v[:n] + "…"
 }
 
 // hashOf is the hash of a definition as JSON.
