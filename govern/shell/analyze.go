@@ -47,10 +47,25 @@ func Analyze(in Input) *Analysis {
 		a.Denial = parseDenial(err, "")
 		return a
 	}
-	w := newWalker(&in, a)
-	w.walkFile(f, frame{src: text, dialect: in.Dialect})
-	w.finish()
-	return a
+	// Walk again while a walk learns that something walked before it
+	// carries a credential (feedback.go).
+	var h *hints
+	for pass := 1; ; pass++ {
+		b := &Analysis{Dialect: a.Dialect, Text: a.Text, SHA256: a.SHA256, Credentials: a.Credentials}
+		pin := in
+		w := newWalker(&pin, b)
+		w.applyHints(h)
+		w.walkFile(f, frame{src: text, dialect: in.Dialect})
+		w.finish()
+		if h = w.next(); h == nil || b.Denial != nil {
+			return b
+		}
+		if pass == maxPasses {
+			w.flag(FlagOpaque, Pos{}, "credential values flow back into code walked earlier (coprocesses, process substitutions, loops) more times than the analyzer follows (%d walks)", maxPasses)
+			w.checkUnseen()
+			return b
+		}
+	}
 }
 
 // checkText refuses what the parser and the shell could read differently.

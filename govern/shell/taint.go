@@ -44,6 +44,9 @@ func (w *walker) popCapture() capture {
 // outputs records that the command being walked may print a credential
 // value (taint) or a credential file's name (credPath).
 func (w *walker) outputs(taint, credPath string) {
+	for _, p := range w.sinks {
+		w.feed(p, taint)
+	}
 	for i := range w.captures {
 		c := &w.captures[i]
 		if c.taint == "" {
@@ -79,7 +82,7 @@ func (w *walker) commandOutput(args []arg, kind string, fr frame) {
 			}
 		}
 	}
-	if len(w.captures) == 0 {
+	if len(w.captures) == 0 && len(w.sinks) == 0 {
 		return // nothing follows this command's output
 	}
 	taint, credPath := w.carried(args, kind, fr)
@@ -108,6 +111,11 @@ var readerBuiltins = setOf("history", "fc")
 func (w *walker) carried(args []arg, kind string, fr frame) (taint, credPath string) {
 	name := args[0].Value
 	builtin := kind == "builtin"
+	if builtin || path.Base(name) == "pwd" {
+		if t := w.shellSetOutput(path.Base(name)); t != "" {
+			return t, "" // what bash stored from a credential earlier
+		}
+	}
 	if builtin && (quietBuiltins[name] || name == "printf" && len(args) > 1 && args[1].Value == "-v") {
 		return w.envDumpArgs(args, kind), ""
 	}
@@ -340,6 +348,7 @@ func (w *walker) taintWrite(p, taint string, pos Pos) {
 	a := w.abs(p)
 	if p == "" || a == "" {
 		if w.taintAnywhere == "" {
+			w.fb.missed = true // a read walked before may name it
 			w.taintAnywhere = "a file a credential was written to at " + pos.String()
 		}
 		w.unseenAt(pos, "a credential is written to a file named only at run time, which the analyzer cannot follow to where it is read")
@@ -350,6 +359,9 @@ func (w *walker) taintWrite(p, taint string, pos Pos) {
 			return
 		}
 	}
+	// A background job, a pipeline stage or a named pipe's reader may
+	// read it after this, though walked before (feedback.go).
+	w.wroteRead(a)
 	w.taintedFiles = append(w.taintedFiles, a)
 }
 
@@ -441,6 +453,7 @@ func (w *walker) absPathTaint(c string, fr *frame) string {
 			return "a file a credential was written to (" + f + ")"
 		}
 	}
+	w.noteRead(c)
 	return ""
 }
 
