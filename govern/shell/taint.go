@@ -65,6 +65,9 @@ var quietBuiltins = setOf("test", "[", ":", "true", "false", "read", "mapfile", 
 	"builtin", "exec", "let", "set", "export", "readonly", "local", "declare", "typeset", "kill", "break",
 	"continue", "enable", "shopt", "umask", "hash", "alias", "unalias", "disown", "suspend", "logout")
 
+// silentBuiltins never print, not even an error naming an argument.
+var silentBuiltins = setOf(":", "true", "false")
+
 // commandOutput records what one simple command may print: a credential it
 // is handed (argument or stdin), a file of one it reads, or the
 // environment it dumps.
@@ -117,6 +120,16 @@ func (w *walker) carried(args []arg, kind string, fr frame) (taint, credPath str
 		}
 	}
 	if builtin && (quietBuiltins[name] || name == "printf" && len(args) > 1 && args[1].Value == "-v") {
+		if !silentBuiltins[name] {
+			// Their error messages repeat the word they reject (test:
+			// SECRET: integer expression expected), on stderr, which 2>&1
+			// or exec 2> sends on.
+			for _, a := range args[1:] {
+				if a.tainted != "" {
+					return a.tainted, ""
+				}
+			}
+		}
 		return w.envDumpArgs(args, kind), ""
 	}
 	for i := range args[1:] {
