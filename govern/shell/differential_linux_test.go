@@ -343,6 +343,7 @@ func TestTaintDifferential(t *testing.T) {
 		`mkfifo p; exec 4<>p; echo "$GITHUB_TOKEN" >&4; read -u 4 x; probe $x`,
 		`exec 3<>f; echo "$GITHUB_TOKEN" >/dev/fd/3; read x </dev/fd/3; probe $x`,
 		`exec 3>f; echo "$GITHUB_TOKEN" >&3; read x < /dev/fd/3; probe $x`,
+		`coproc cat; echo "$GITHUB_TOKEN" >&${COPROC[1]}; read x < /dev/fd/${COPROC[0]}; probe $x`,
 		`x=$(test "$GITHUB_TOKEN" -eq 1 2>&1); probe "$x"`,
 		`printf -v y %d "$GITHUB_TOKEN" 2>&1 | xargs probe`,
 		`exec 2> >(xargs probe); [ "$GITHUB_TOKEN" -gt 0 ]`,

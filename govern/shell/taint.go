@@ -620,7 +620,24 @@ func (w *walker) readTaint(word *syntax.Word, fr *frame) string {
 	if t := w.wordCredPath(word); t != "" {
 		return t
 	}
+	// A name known only at run time may be /dev/fd/N of any descriptor
+	// (< /dev/fd/${COPROC[0]}).
+	if t := w.anyFdTaint(fr); t != "" {
+		return t
+	}
 	return w.taintAnywhere
+}
+
+// anyFdTaint names the credential some open descriptor carries, or "".
+func (w *walker) anyFdTaint(fr *frame) string {
+	for _, m := range []map[string]string{fr.fds, w.fds} {
+		for _, t := range m {
+			if t != "" {
+				return t
+			}
+		}
+	}
+	return ""
 }
 
 // fdTaint names the credential a read from descriptor fd carries.
