@@ -61,8 +61,12 @@ func Analyze(in Input) *Analysis {
 			return b
 		}
 		if pass == maxPasses {
-			w.flag(FlagOpaque, Pos{}, "credential values flow back into code walked earlier (coprocesses, process substitutions, loops) more times than the analyzer follows (%d walks)", maxPasses)
-			w.checkUnseen()
+			// A credential is still reaching code walked before it: where
+			// it ends up is not known, so it is refused in any run.
+			const why = "a credential flows back into code walked before it (a coprocess, a process substitution, a file read early, a variable bash sets) more times than the analyzer follows"
+			w.flag(FlagOpaque, Pos{}, "%s (%d walks)", why, maxPasses)
+			w.deny(govern.ReasonCredentialInArgv, Pos{}, why+", so it cannot tell whether the value reaches a command line, where every process of the same user can read it. "+
+				"Feed the value to each process directly instead of back through earlier ones. "+sanctionedForms)
 			return b
 		}
 	}
