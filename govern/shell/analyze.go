@@ -51,10 +51,29 @@ func Analyze(in Input) *Analysis {
 		a.Denial = parseDenial(err, "")
 		return a
 	}
-	w := newWalker(&in, a)
-	w.walkFile(f, frame{src: text, dialect: in.Dialect})
-	w.finish()
-	return a
+	// Walk again while a walk learns that something walked before it
+	// carries a credential (feedback.go).
+	var h *hints
+	for pass := 1; ; pass++ {
+		b := &Analysis{Dialect: a.Dialect, Text: a.Text, SHA256: a.SHA256, Credentials: a.Credentials}
+		pin := in
+		w := newWalker(&pin, b)
+		w.applyHints(h)
+		w.walkFile(f, frame{src: text, dialect: in.Dialect})
+		w.finish()
+		if h = w.next(); h == nil || b.Denial != nil {
+			return b
+		}
+		if pass == maxPasses {
+			// A credential is still reaching code walked before it: where
+			// it ends up is not known, so it is refused in any run.
+			const why = "a credential flows back into code walked before it (a coprocess, a process substitution, a file read early, a variable bash sets) more times than the analyzer follows"
+			w.flag(FlagOpaque, Pos{}, "%s (%d walks)", why, maxPasses)
+			w.deny(govern.ReasonCredentialInArgv, Pos{}, why+", so it cannot tell whether the value reaches a command line, where every process of the same user can read it. "+
+				"Feed the value to each process directly instead of back through earlier ones. "+sanctionedForms)
+			return b
+		}
+	}
 }
 
 // checkText refuses what the parser and the shell could read differently.

@@ -100,6 +100,7 @@ func (w *walker) builtin(args []arg, cmd *Command, fr frame) {
 			}
 		}
 	case "cd", "chdir", "pushd", "popd":
+		w.noteDirs(rest, fr)
 		w.cdBuiltin(name, rest, fr)
 	case "dirs":
 		for _, a := range rest {
@@ -187,9 +188,13 @@ func mustUnwrap(argv []Word) unwrapped {
 func (w *walker) readVars(name string, rest []arg, cmd *Command, fr frame) {
 	taint := fr.in.taint != ""
 	var names []string
-	optArg := map[string]string{"read": "adinNptu", "mapfile": "dnOsuC", "readarray": "dnOsuC"}[name]
+	optArg := map[string]string{"read": "adinNptu", "mapfile": "dnOsuCc", "readarray": "dnOsuCc"}[name]
+	callback := ""
 	for i := 0; i < len(rest); i++ {
 		a := rest[i]
+		if name == "getopts" && i >= 2 {
+			break // the words it parses instead of $@: data, not names
+		}
 		if a.Dynamic {
 			w.flag(FlagOpaque, cmd.Pos, "%s with an argument known only at run time", name)
 			w.forgetVars()
@@ -207,6 +212,8 @@ func (w *walker) readVars(name string, rest []arg, cmd *Command, fr frame) {
 					switch c {
 					case 'a':
 						names = append(names, val)
+					case 'C':
+						callback = val
 					case 'u':
 						// read -u N: the line comes from descriptor N.
 						if w.fdTaint(val, &fr) != "" {
@@ -234,11 +241,25 @@ func (w *walker) readVars(name string, rest []arg, cmd *Command, fr frame) {
 			names = names[1:2]
 		}
 		names = append(names, "OPTARG")
-		taint = fr.posTaint
+		// getopts parses the words after the name, or else $@.
+		taint = len(rest) <= 2 && (fr.posTaint || w.posTainted)
+		for _, a := range rest {
+			if a.tainted != "" {
+				taint = true
+			}
+		}
 	}
 	for _, n := range names {
 		w.checkVarName(n, cmd.Pos, name)
 		w.setNamed(n, taint, fr)
+	}
+	if callback != "" {
+		// mapfile -C CODE: bash evaluates CODE with the index and the line
+		// read as two more words, as eval would ("$@" stands for them).
+		c := fr
+		c.cond = true
+		c.posTaint = taint
+		w.nested(Word{Value: callback + ` "$@"`}, fr.dialect, cmd.Pos, c, name+" -C")
 	}
 }
 
@@ -397,6 +418,19 @@ func (w *walker) declClause(dc *syntax.DeclClause, redirs []Redirect, fr frame) 
 	}
 	if dump := w.declDump(dc); dump != "" {
 		w.outputs(dump, "")
+	}
+	for _, as := range dc.Args {
+		// export X=$T: $_ is the last argument, X=value.
+		if t := w.taintOf(as.Value, &fr); t != "" && w.argTaint == "" {
+			w.argTaint = t
+		}
+		if as.Array != nil {
+			for _, el := range as.Array.Elems {
+				if t := w.taintOf(el.Value, &fr); t != "" && w.argTaint == "" {
+					w.argTaint = t
+				}
+			}
+		}
 	}
 	cmd := &Command{Pos: pos, Argv: argv, Kind: "builtin", Context: fr.context, Redirects: redirs}
 	w.emit(cmd)

@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"os"
 	"path"
 	"strings"
 
@@ -251,6 +252,7 @@ func (w *walker) run(args []arg, cmd *Command, fr frame, mode lookup) {
 	}
 	cmd.Context = fr.context
 	cmd.Argv = words(args)
+	w.noteArgs(args)
 	// The command is listed before what it runs; its slot is filled when
 	// everything about it is known.
 	idx := len(w.a.Commands)
@@ -472,8 +474,17 @@ func (w *walker) fileWrites(argv []Word, pos Pos, fr frame) {
 	case "cp", "mv", "install", "ln":
 		if len(ops) >= 2 {
 			dst := ops[len(ops)-1]
-			w.noteWrite(dst, pos, fr)
+			// A directory that is there now (not a link to one) only gets
+			// new entries, unless -T makes it the target itself; anything
+			// else (a link ln -n or mv replaces, a file) is replaced, which
+			// changes every path below it.
+			if !w.isRealDir(dst) || noTargetDir(argv) || w.changed(dst) {
+				w.noteWrite(dst, pos, fr)
+			}
 			for _, src := range ops[:len(ops)-1] {
+				if base == "mv" {
+					w.noteWrite(src, pos, fr) // moved away: the name is free for another file
+				}
 				w.noteWrite(path.Join(dst, path.Base(src)), pos, fr)
 			}
 		}
@@ -503,12 +514,26 @@ func (w *walker) fileWrites(argv []Word, pos Pos, fr frame) {
 				w.noteWrite(a.Value[3:], pos, fr)
 			}
 		}
-	case "chmod", "touch", "truncate":
-		// These change or create files that may run later.
+	case "chmod", "touch", "truncate", "rm", "rmdir", "unlink":
+		// These change, create or remove files that may run later (a
+		// removed directory can be made again, or replaced by a link).
 		for _, o := range ops {
 			if !strings.HasPrefix(o, "+") && !strings.ContainsAny(o, "=") {
 				w.noteWrite(o, pos, fr)
 			}
+		}
+	}
+	// A target known only at run time may be any script run later.
+	switch base {
+	case "chmod", "touch", "truncate", "rm", "rmdir", "unlink":
+		for _, a := range argv[1:] {
+			if a.Dynamic {
+				w.noteDynWrite(pos)
+			}
+		}
+	default:
+		if dynWriteTarget(argv) > 0 {
+			w.noteDynWrite(pos)
 		}
 	}
 }
@@ -576,4 +601,45 @@ func operands(argv []Word) []string {
 		out = append(out, a.Value)
 	}
 	return out
+}
+
+// isRealDir reports whether p names a directory now, not through a
+// symlink at its last component.
+func (w *walker) isRealDir(p string) bool {
+	a := w.abs(p)
+	if a == "" {
+		return false
+	}
+	st, err := os.Lstat(a)
+	return err == nil && st.IsDir()
+}
+
+// changed reports whether the text changed p, or a directory above it,
+// before this point: the tree at analysis time no longer says what it is.
+func (w *walker) changed(p string) bool {
+	a := w.abs(p)
+	if a == "" || len(w.dynWrites) > 0 {
+		return true
+	}
+	for _, wr := range w.writes {
+		if wr.path == a || strings.HasPrefix(a, wr.path+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// noTargetDir reports -T (--no-target-directory): the last operand is
+// replaced even when it is a directory.
+func noTargetDir(argv []Word) bool {
+	for _, a := range argv[1:] {
+		v := a.Value
+		if a.Dynamic || v == "--" {
+			return a.Dynamic
+		}
+		if v == "--no-target-directory" || strings.HasPrefix(v, "-") && !strings.HasPrefix(v, "--") && strings.Contains(v, "T") {
+			return true
+		}
+	}
+	return false
 }

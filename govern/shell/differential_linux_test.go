@@ -2,6 +2,7 @@ package shell
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,8 +10,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
+
+	"github.com/mitrity/mitrity/govern"
 )
 
 // TestCdDifferential replays cd and path-resolution constructs against the
@@ -416,4 +420,162 @@ func TestShebangDifferential(t *testing.T) {
 		t.Skip("no shell to compare with")
 	}
 	t.Logf("%d of %d runs judged exactly", exact, 2*len(cases))
+}
+
+// TestTaintDifferential runs constructs that move a credential through
+// what bash keeps itself ($_, BASH_REMATCH, BASH_ARGV, PWD...), coprocesses,
+// process substitutions, named pipes and descriptors, with GITHUB_TOKEN set
+// to a marker, and checks them against the analysis: every construct must
+// really put the marker on the command line of probe (an external program
+// that logs its arguments), and the analyzer must deny each one
+// credential_in_argv.
+func TestTaintDifferential(t *testing.T) {
+	if shellPath(t, DialectBash) == "" {
+		t.Skip("/bin/bash is not installed")
+	}
+	const marker = "ghpMARKER0123456789abcdef"
+	constructs := []string{
+		`[[ $GITHUB_TOKEN =~ (.*) ]]; x=${BASH_REMATCH[1]}; probe "${x:0:9}" "${x:9}"`,
+		`[[ $GITHUB_TOKEN =~ ^(ghp)(.*) ]]; probe "${BASH_REMATCH[@]:1}"`,
+		`for i in 1 2; do probe "${BASH_REMATCH[1]}"; [[ $GITHUB_TOKEN =~ (.*) ]]; done`,
+		`: "$GITHUB_TOKEN"; x=$_; probe "$x"`,
+		`/usr/bin/true; echo "$GITHUB_TOKEN" >/dev/null; probe "$_"`,
+		`export X="$GITHUB_TOKEN"; probe "${_#X=}"`,
+		`trap 'probe "$_"' EXIT; : "$GITHUB_TOKEN"`,
+		`shopt -s extdebug; f(){ probe "${BASH_ARGV[0]}"; }; f "$GITHUB_TOKEN"`,
+		`BASH_ARGV0=$GITHUB_TOKEN; probe "$0"`,
+		`alias a="$GITHUB_TOKEN"; probe "${BASH_ALIASES[a]}"`,
+		`cd "$GITHUB_TOKEN"; probe "$PWD"`,
+		`cd "$GITHUB_TOKEN"; cd ..; probe "$OLDPWD"`,
+		`cd "$GITHUB_TOKEN"; x=$(pwd); probe "$x"`,
+		`pushd "$GITHUB_TOKEN" >/dev/null; probe "${DIRSTACK[0]}"`,
+		`select x in a; do probe "$REPLY"; break; done <<< "$GITHUB_TOKEN" 2>/dev/null`,
+		`getopts a: o -a "$GITHUB_TOKEN"; probe "$OPTARG"`,
+		`mapfile -C probe -c 1 a <<< "$GITHUB_TOKEN"`,
+		`coproc cat; echo "$GITHUB_TOKEN" >&${COPROC[1]}; read x <&${COPROC[0]}; probe $x`,
+		`coproc C { cat; }; exec 5>&${C[1]}; echo "$GITHUB_TOKEN" >&5; read -u ${C[0]} x; probe "$x"`,
+		`coproc xargs probe; echo "$GITHUB_TOKEN" >&"${COPROC[1]}"`,
+		`exec > >(xargs probe); echo $GITHUB_TOKEN`,
+		`exec 3> >(xargs probe); echo $GITHUB_TOKEN >&3`,
+		`echo "$GITHUB_TOKEN" > >(xargs probe)`,
+		`tee >(xargs probe) <<< "$GITHUB_TOKEN" >/dev/null`,
+		`mkfifo p; xargs probe < p & echo "$GITHUB_TOKEN" > p; wait`,
+		`mkfifo p; exec 4<>p; echo "$GITHUB_TOKEN" >&4; read -u 4 x; probe $x`,
+		`exec 3<>f; echo "$GITHUB_TOKEN" >/dev/fd/3; read x </dev/fd/3; probe $x`,
+		`exec 3>f; echo "$GITHUB_TOKEN" >&3; read x < /dev/fd/3; probe $x`,
+		`coproc cat; echo "$GITHUB_TOKEN" >&${COPROC[1]}; read x < /dev/fd/${COPROC[0]}; probe $x`,
+		`x=$(test "$GITHUB_TOKEN" -eq 1 2>&1); probe "$x"`,
+		`printf -v y %d "$GITHUB_TOKEN" 2>&1 | xargs probe`,
+		`exec 2> >(xargs probe); [ "$GITHUB_TOKEN" -gt 0 ]`,
+	}
+	for _, text := range constructs {
+		t.Run(text, func(t *testing.T) {
+			root := plainTempDir(t)
+			ws, bin := filepath.Join(root, "ws"), filepath.Join(root, "bin")
+			log := filepath.Join(root, "argv.log")
+			for _, d := range []string{ws, bin, filepath.Join(ws, marker)} {
+				assert.NilError(t, os.MkdirAll(d, 0o755))
+			}
+			probe := "#!/bin/sh\nprintf '%s' \"$@\" >> '" + log + "'\necho >> '" + log + "'\n"
+			assert.NilError(t, os.WriteFile(filepath.Join(bin, "probe"), []byte(probe), 0o755))
+			path := bin + ":/usr/local/bin:/usr/bin:/bin"
+
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, "/bin/bash", "--noprofile", "--norc", "-c", text)
+			cmd.Dir = ws
+			cmd.Env = []string{"PATH=" + path, "HOME=" + root, "LANG=C.UTF-8", "PWD=" + ws, "GITHUB_TOKEN=" + marker}
+			out, _ := cmd.CombinedOutput()
+			// Process substitutions and coprocesses may still be running.
+			leaked := false
+			for i := 0; i < 40 && !leaked; i++ {
+				b, _ := os.ReadFile(log)
+				leaked = strings.Contains(string(b), marker)
+				if !leaked {
+					time.Sleep(50 * time.Millisecond)
+				}
+			}
+			if !leaked {
+				t.Fatalf("bash did not put the value on probe's command line, so the construct tests nothing; it printed %q", out)
+			}
+			a := Analyze(Input{
+				Text: text, Dialect: DialectBash, Cwd: ws,
+				Path: strings.Split(path, ":"), Home: root,
+				InspectionRoots: []string{ws}, WritableRoots: []string{ws},
+				CredentialVars: []string{"GITHUB_TOKEN"},
+			})
+			if a.Denial == nil || a.Denial.Reason != govern.ReasonCredentialInArgv {
+				var b strings.Builder
+				assert.NilError(t, a.WriteReport(&b))
+				t.Errorf("bash put the value on a command line; the analysis does not deny it:\n%s", b.String())
+			}
+		})
+	}
+}
+
+// TestWriteThenRunDifferential runs a script twice with the tree changed
+// between the runs (a symlink above it re-pointed, its directory moved or
+// removed and replaced); where the second run printed something the pinned
+// script does not, the analysis must link the change to that run.
+func TestWriteThenRunDifferential(t *testing.T) {
+	if shellPath(t, DialectBash) == "" {
+		t.Skip("/bin/bash is not installed")
+	}
+	constructs := []string{
+		`bash L/s.sh; ln -sfn e L; bash L/s.sh`,
+		`bash L/s.sh; rm L; ln -s e L; bash L/s.sh`,
+		`bash d/s.sh; mv d old && mv e d; bash d/s.sh`,
+		`. d/s.sh; rm -rf d; cp -r e d; . d/s.sh`,
+		`bash L/s.sh; mv -T M L; bash L/s.sh`,
+		`bash L/s.sh; x=L; ln -sfn e "$x"; bash L/s.sh`,
+		`bash L/s.sh; cd . && ln -sfn e L; bash ./L/s.sh`,
+	}
+	for _, text := range constructs {
+		t.Run(text, func(t *testing.T) {
+			root := plainTempDir(t)
+			for name, body := range map[string]string{"d/s.sh": "echo GOOD\n", "e/s.sh": "echo EVIL\n"} {
+				assert.NilError(t, os.MkdirAll(filepath.Join(root, filepath.Dir(name)), 0o755))
+				assert.NilError(t, os.WriteFile(filepath.Join(root, name), []byte(body), 0o755))
+			}
+			assert.NilError(t, os.Symlink("d", filepath.Join(root, "L")))
+			assert.NilError(t, os.Symlink("e", filepath.Join(root, "M")))
+			// The analysis sees the tree before the run changes it.
+			a := Analyze(Input{
+				Text: text, Dialect: DialectBash, Cwd: root,
+				Path:            []string{"/usr/local/bin", "/usr/bin", "/bin"},
+				InspectionRoots: []string{root}, WritableRoots: []string{root},
+			})
+			cmd := exec.Command("/bin/bash", "--noprofile", "--norc", "-c", text)
+			cmd.Dir = root
+			cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + root, "PWD=" + root}
+			out, _ := cmd.CombinedOutput()
+			if !strings.Contains(string(out), "EVIL") {
+				t.Fatalf("the second run did not run the other script, so the construct tests nothing; bash printed %q", out)
+			}
+			for _, p := range a.Pins {
+				assert.Assert(t, !strings.Contains(string(p.Bytes), "EVIL"), "the analyzer pinned the script that runs second, so this construct tests nothing")
+			}
+			flagged := false
+			for _, f := range a.Flags {
+				flagged = flagged || f.Kind == FlagWriteThenRun
+			}
+			if !flagged || len(a.Links) == 0 {
+				var b strings.Builder
+				assert.NilError(t, a.WriteReport(&b))
+				t.Errorf("bash ran another script the second time; the analysis does not flag write_then_run:\n%s", b.String())
+			}
+		})
+	}
+}
+
+// plainTempDir is a temporary directory whose path has no characters a
+// shell would read specially (t.TempDir's holds the subtest's name).
+func plainTempDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "differential")
+	assert.NilError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir, err = filepath.EvalSymlinks(dir)
+	assert.NilError(t, err)
+	return dir
 }

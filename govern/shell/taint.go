@@ -44,6 +44,9 @@ func (w *walker) popCapture() capture {
 // outputs records that the command being walked may print a credential
 // value (taint) or a credential file's name (credPath).
 func (w *walker) outputs(taint, credPath string) {
+	for _, p := range w.sinks {
+		w.feed(p, taint)
+	}
 	for i := range w.captures {
 		c := &w.captures[i]
 		if c.taint == "" {
@@ -62,6 +65,9 @@ var quietBuiltins = setOf("test", "[", ":", "true", "false", "read", "mapfile", 
 	"builtin", "exec", "let", "set", "export", "readonly", "local", "declare", "typeset", "kill", "break",
 	"continue", "enable", "shopt", "umask", "hash", "alias", "unalias", "disown", "suspend", "logout")
 
+// silentBuiltins never print, not even an error naming an argument.
+var silentBuiltins = setOf(":", "true", "false")
+
 // commandOutput records what one simple command may print: a credential it
 // is handed (argument or stdin), a file of one it reads, or the
 // environment it dumps.
@@ -79,7 +85,7 @@ func (w *walker) commandOutput(args []arg, kind string, fr frame) {
 			}
 		}
 	}
-	if len(w.captures) == 0 {
+	if len(w.captures) == 0 && len(w.sinks) == 0 {
 		return // nothing follows this command's output
 	}
 	taint, credPath := w.carried(args, kind, fr)
@@ -108,7 +114,22 @@ var readerBuiltins = setOf("history", "fc")
 func (w *walker) carried(args []arg, kind string, fr frame) (taint, credPath string) {
 	name := args[0].Value
 	builtin := kind == "builtin"
+	if builtin || path.Base(name) == "pwd" {
+		if t := w.shellSetOutput(path.Base(name)); t != "" {
+			return t, "" // what bash stored from a credential earlier
+		}
+	}
 	if builtin && (quietBuiltins[name] || name == "printf" && len(args) > 1 && args[1].Value == "-v") {
+		if !silentBuiltins[name] {
+			// Their error messages repeat the word they reject (test:
+			// SECRET: integer expression expected), on stderr, which 2>&1
+			// or exec 2> sends on.
+			for _, a := range args[1:] {
+				if a.tainted != "" {
+					return a.tainted, ""
+				}
+			}
+		}
 		return w.envDumpArgs(args, kind), ""
 	}
 	for i := range args[1:] {
@@ -340,6 +361,7 @@ func (w *walker) taintWrite(p, taint string, pos Pos) {
 	a := w.abs(p)
 	if p == "" || a == "" {
 		if w.taintAnywhere == "" {
+			w.fb.missed = true // a read walked before may name it
 			w.taintAnywhere = "a file a credential was written to at " + pos.String()
 		}
 		w.unseenAt(pos, "a credential is written to a file named only at run time, which the analyzer cannot follow to where it is read")
@@ -350,6 +372,9 @@ func (w *walker) taintWrite(p, taint string, pos Pos) {
 			return
 		}
 	}
+	// A background job, a pipeline stage or a named pipe's reader may
+	// read it after this, though walked before (feedback.go).
+	w.wroteRead(a)
 	w.taintedFiles = append(w.taintedFiles, a)
 }
 
@@ -441,6 +466,7 @@ func (w *walker) absPathTaint(c string, fr *frame) string {
 			return "a file a credential was written to (" + f + ")"
 		}
 	}
+	w.noteRead(c)
 	return ""
 }
 
@@ -594,7 +620,24 @@ func (w *walker) readTaint(word *syntax.Word, fr *frame) string {
 	if t := w.wordCredPath(word); t != "" {
 		return t
 	}
+	// A name known only at run time may be /dev/fd/N of any descriptor
+	// (< /dev/fd/${COPROC[0]}).
+	if t := w.anyFdTaint(fr); t != "" {
+		return t
+	}
 	return w.taintAnywhere
+}
+
+// anyFdTaint names the credential some open descriptor carries, or "".
+func (w *walker) anyFdTaint(fr *frame) string {
+	for _, m := range []map[string]string{fr.fds, w.fds} {
+		for _, t := range m {
+			if t != "" {
+				return t
+			}
+		}
+	}
+	return ""
 }
 
 // fdTaint names the credential a read from descriptor fd carries.

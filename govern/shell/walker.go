@@ -5,6 +5,7 @@ import (
 	"maps"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"mvdan.cc/sh/v3/expand"
@@ -83,9 +84,11 @@ type walker struct {
 	active   map[*funcDef]int // functions being walked (recursion guard)
 	credVars map[string]bool
 	writes   []write
-	pinned   map[string]bool
-	flagged  map[string]bool
-	ncmd     int
+	// dynWrites are writes to a path known only at run time (noteRun).
+	dynWrites []Pos
+	pinned    map[string]bool
+	flagged   map[string]bool
+	ncmd      int
 	// builtinsDisabled: after `enable -n`, a builtin name may run a binary.
 	builtinsDisabled bool
 	exhausted        bool
@@ -131,6 +134,19 @@ type walker struct {
 	// analyzer cannot follow: it does not exist at analysis time).
 	credCwd     bool
 	credDirList []string // see credDirs
+	// hints are what an earlier walk of the same text learned too late;
+	// fb is what this one learns for the next (feedback.go).
+	hints *hints
+	fb    feedback
+	// argTaint, rematchTaint and dirTaint name the credential that the
+	// variables bash sets itself carry (shellSet).
+	argTaint, rematchTaint, dirTaint string
+	// coprocs are the coprocesses started so far (any scope: their
+	// descriptors are numbers anyone can name); sinks are the process
+	// substitutions (and coprocesses) exec made a descriptor of the shell
+	// for the rest of the text: they read everything printed after it.
+	coprocs []Pos
+	sinks   []Pos
 }
 
 func newWalker(in *Input, a *Analysis) *walker {
@@ -261,14 +277,14 @@ func (w *walker) subshell(fn func()) { w.scope(false, fn) }
 // is a new process, which sees only exported variables and no functions.
 func (w *walker) scope(barrier bool, fn func()) {
 	cwd, path, allexport, disabled, rerooted := w.cwd, w.path, w.allexport, w.builtinsDisabled, w.rerooted
-	opts, dirs, execStdin, fds, outFds := w.opts, w.dirs.clone(), w.execStdin, w.fds, w.outFds
+	opts, dirs, execStdin, fds, outFds, sinks := w.opts, w.dirs.clone(), w.execStdin, w.fds, w.outFds, w.sinks
 	w.vars.push(barrier)
 	w.funcs.push(barrier)
 	fn()
 	w.vars.pop()
 	w.funcs.pop()
 	w.cwd, w.allexport, w.builtinsDisabled, w.rerooted = cwd, allexport, disabled, rerooted
-	w.opts, w.dirs, w.execStdin, w.fds, w.outFds = opts, dirs, execStdin, fds, outFds
+	w.opts, w.dirs, w.execStdin, w.fds, w.outFds, w.sinks = opts, dirs, execStdin, fds, outFds, sinks
 	if !sameSlice(w.path, path) {
 		w.path = path
 		clear(w.pathCache)
@@ -349,8 +365,12 @@ func (w *walker) walkStmt(st *syntax.Stmt, fr frame) {
 		}
 	}
 	redirs := w.walkRedirects(st.Redirs, fr)
-	// What a statement that writes to a file prints is followed there.
-	follow := writesOut(redirs) || len(w.outFds) > 0
+	// What a statement that writes to a file prints is followed there; so
+	// is what it writes into a >(...) it names, or into a descriptor that
+	// may be a coprocess's input.
+	procs := outProcs(st, fr)
+	toCoproc := len(w.coprocs) > 0 && w.unnamedOut(st)
+	follow := writesOut(redirs) || len(w.outFds) > 0 || len(procs) > 0 || toCoproc
 	if follow {
 		w.pushCapture()
 	}
@@ -393,6 +413,10 @@ func (w *walker) walkStmt(st *syntax.Stmt, fr frame) {
 				}
 			}
 			w.setVar(loop.Name.Value, &value{tainted: taint != "", numeric: numeric && taint == ""}, c)
+			if cmd.Select {
+				// select reads the choice into REPLY from stdin.
+				w.setVar("REPLY", &value{tainted: fr.in.taint != ""}, c)
+			}
 		case *syntax.CStyleLoop:
 			w.arith(loop.Init, fr)
 			w.arith(loop.Cond, c)
@@ -432,6 +456,12 @@ func (w *walker) walkStmt(st *syntax.Stmt, fr frame) {
 	case *syntax.CoprocClause:
 		c := fr
 		c.cond = true
+		// It reads what the shell writes to ${COPROC[1]}, which may come
+		// later in the text (feedback.go).
+		pos := fr.pos(cmd)
+		c.in = stdin{piped: true, taint: w.feedIn(pos)}
+		c.shellIn = c.in
+		w.coprocs = append(w.coprocs, pos)
 		out := w.capturing(func() { w.subshell(func() { w.walkStmt(cmd.Stmt, c.with("coproc")) }) })
 		if out.taint != "" {
 			// Read back through ${COPROC[0]}, a descriptor chosen at run time.
@@ -449,6 +479,19 @@ func (w *walker) walkStmt(st *syntax.Stmt, fr frame) {
 		return
 	}
 	out := w.popCapture()
+	for _, p := range procs {
+		w.feed(p, out.taint)
+	}
+	if toCoproc && out.taint != "" {
+		// A coprocess may be what it wrote to: its output, and any
+		// descriptor that may be it, can give the value back.
+		for _, p := range w.coprocs {
+			w.feed(p, out.taint)
+		}
+		f := frame{fds: w.fds}
+		f.openFD("*", out.taint)
+		w.fds = f.fds
+	}
 	if out.taint != "" {
 		// What the statement printed went to the files it redirects to.
 		for _, r := range redirs {
@@ -461,18 +504,50 @@ func (w *walker) walkStmt(st *syntax.Stmt, fr frame) {
 			}
 		}
 		for _, r := range st.Redirs {
-			if r.Op == syntax.DplOut {
-				if s, ok := w.literal(r.Word); ok {
-					if p, open := w.outFds[s]; open {
-						w.taintWrite(p, out.taint, fr.pos(r))
+			fd := ""
+			if s, ok := w.literal(r.Word); ok {
+				switch {
+				case r.Op == syntax.DplOut:
+					fd = strings.TrimSuffix(s, "-")
+				case r.Op != syntax.DplIn && r.Op != syntax.RdrIn && r.N == nil:
+					if n, isFD, _ := fdPath(w.abs(s)); isFD && n > 2 {
+						fd = strconv.Itoa(n) // >/dev/fd/3 writes descriptor 3
 					}
 				}
+			}
+			if p, open := w.outFds[fd]; open && fd != "" {
+				w.taintWrite(p, out.taint, fr.pos(r))
+			}
+			if fd != "" && fd != "1" && fd != "2" && isFD(fd) {
+				// Read back through the same descriptor (exec 3<>f) or
+				// /dev/fd/N, which opens its file again from the start.
+				f := frame{fds: w.fds}
+				f.openFD(fd, out.taint)
+				w.fds = f.fds
 			}
 		}
 	}
 	if bareExec(st) {
 		w.execDescriptors(st, fr)
+		w.execSinks(procs, toCoproc)
 	}
+}
+
+// execSinks keeps what a bare exec made a descriptor of the shell: a
+// >(...) (exec > >(cmd), exec 3> >(cmd)) or, through a descriptor it
+// cannot tell apart from one, a coprocess. Everything printed after it
+// may go there. Which descriptor each later command writes to is not
+// followed: all of them count.
+func (w *walker) execSinks(procs []Pos, toCoproc bool) {
+	if len(procs) == 0 && !toCoproc {
+		return
+	}
+	sinks := append([]Pos(nil), w.sinks...)
+	sinks = append(sinks, procs...)
+	if toCoproc {
+		sinks = append(sinks, w.coprocs...)
+	}
+	w.sinks = sinks
 }
 
 // writesOut reports whether a statement sends output to a file (a
@@ -727,6 +802,12 @@ func (w *walker) substNode(node syntax.Node, fr frame) {
 			c := fr
 			c.cond = true
 			c.in = fr.shellIn
+			if n.Op == syntax.CmdOut {
+				// >(cmd) reads what is written to its path, by the
+				// command that names it or, after exec, by everything
+				// later (feedback.go).
+				c.in = stdin{piped: true, taint: w.feedIn(fr.pos(n))}
+			}
 			w.substOut[n] = w.capturing(func() { w.subshell(func() { w.walkStmts(n.Stmts, c.with("procsubst")) }) })
 			return false
 		case *syntax.ArithmExp:
@@ -881,6 +962,7 @@ func (w *walker) testExpr(x syntax.TestExpr, fr frame) {
 			w.substitutions(n, fr)
 			return false
 		case *syntax.BinaryTest:
+			w.noteRematch(n, &fr)
 			switch n.Op {
 			case syntax.TsEql, syntax.TsNeq, syntax.TsLeq, syntax.TsGeq, syntax.TsLss, syntax.TsGtr:
 				// [[ a -eq b ]] evaluates both sides as arithmetic.
@@ -985,17 +1067,33 @@ func (w *walker) noteRedirect(r *Redirect, fr frame) {
 	}
 	if r.Write && !r.Dynamic {
 		w.noteWrite(r.Path, r.Pos, fr)
+	} else if r.Write {
+		w.noteDynWrite(r.Pos)
 	}
 }
 
 func (w *walker) noteWrite(p string, pos Pos, fr frame) {
 	if a := w.abs(p); a != "" {
 		w.writes = append(w.writes, write{path: a, pos: pos})
+	} else {
+		w.noteDynWrite(pos) // relative to a directory known only at run time
 	}
 }
 
-// noteRun links a file about to run with an earlier write of it, and
-// reports whether there was one.
+// noteDynWrite records a write (or a link, move or removal) whose target is
+// known only at run time: it may be any script run later, or a directory
+// above one.
+func (w *walker) noteDynWrite(pos Pos) {
+	if len(w.dynWrites) == 0 || w.dynWrites[len(w.dynWrites)-1] != pos {
+		w.dynWrites = append(w.dynWrites, pos)
+	}
+}
+
+// noteRun links a file about to run with an earlier write of it, or of a
+// directory above it (ln -sfn e L re-points L/s.sh; mv, cp -r and rm of a
+// directory change what is under it), as named and after symlinks, or
+// with a write whose target is known only at run time; it reports whether
+// there was one.
 func (w *walker) noteRun(p string, pos Pos, fr frame) bool {
 	a := w.abs(p)
 	if a == "" {
@@ -1007,6 +1105,21 @@ func (w *walker) noteRun(p string, pos Pos, fr frame) bool {
 			w.flag(FlagWriteThenRun, pos, "%s was written at %s and is run here", a, wr.pos)
 			return true
 		}
+	}
+	real := w.realPath(a)
+	for _, wr := range w.writes {
+		wreal := w.realPath(wr.path)
+		if strings.HasPrefix(a, wr.path+"/") || wreal == real || strings.HasPrefix(real, wreal+"/") {
+			w.a.Links = append(w.a.Links, Link{Path: a, Write: wr.pos, Run: pos})
+			w.flag(FlagWriteThenRun, pos, "%s is run here, and %s, which names it or a directory above it, was changed at %s", a, wr.path, wr.pos)
+			return true
+		}
+	}
+	if len(w.dynWrites) > 0 {
+		wp := w.dynWrites[0]
+		w.a.Links = append(w.a.Links, Link{Path: a, Write: wp, Run: pos})
+		w.flag(FlagWriteThenRun, pos, "%s is run here, and the command at %s changed a file or directory named only at run time, which may be it or a directory above it", a, wp)
+		return true
 	}
 	return false
 }

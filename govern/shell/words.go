@@ -394,8 +394,17 @@ func (w *walker) paramTaint(p *syntax.ParamExp, fr *frame) string {
 	if p.Length {
 		return ""
 	}
+	if t := w.shellSet(name); t != "" {
+		if syntax.ValidName(t) || isPositional(t) {
+			t = "$" + t
+		}
+		return "$" + name + " (bash sets it from the value of " + t + " earlier in the run)"
+	}
 	if w.isTainted(name) {
 		return name
+	}
+	if name == "0" && w.isTainted("BASH_ARGV0") {
+		return "$0 (assigned through BASH_ARGV0)"
 	}
 	if (fr.posTaint || w.posTainted) && isPositional(name) {
 		return "$" + name
@@ -417,6 +426,9 @@ func (w *walker) isTainted(name string) bool {
 		return true
 	}
 	if strings.HasPrefix(name, CredentialPrefix) && name != CredentialDirVar {
+		return true
+	}
+	if w.shellSet(name) != "" {
 		return true
 	}
 	if v, ok := w.vars.get(name); ok {
