@@ -1301,6 +1301,11 @@ func hostileRugPull(t *testing.T, asUser bool) {
 		t.Fatal("no mutated marker on the host")
 	}
 	g.waitTools(t, "notes withdrawn", func(n []string) bool { return !slices.Contains(n, "hostile__notes") })
+	// The SDK sends list_changed a moment after the change (it batches
+	// them): the list can be read changed before the notification lands.
+	for deadline := time.Now().Add(10 * time.Second); g.listChanged.Load() == notified && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
 	if g.listChanged.Load() == notified {
 		t.Error("the agent was not told the list changed")
 	}
