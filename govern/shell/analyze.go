@@ -22,6 +22,14 @@ const (
 	maxCommands = 20000
 	// maxFields bounds what one word may expand to (brace expansion).
 	maxFields = 4096
+	// maxNesting bounds how deeply statements may nest inside each other,
+	// whatever does the nesting: command and process substitutions,
+	// subshells, groups, compound commands, function bodies, eval, nested
+	// shells, here-documents fed to a shell, aliases, traps. Each level
+	// costs the walker a frame, a scope and a longer context, so without
+	// it 64 KiB of $( grows time and memory with the square of the depth;
+	// past it the rest is opaque rather than slow.
+	maxNesting = 100
 )
 
 // Analyze parses and resolves in.Text. It never executes anything and never

@@ -86,6 +86,9 @@ type walker struct {
 	pinned   map[string]bool
 	flagged  map[string]bool
 	ncmd     int
+	// nest counts the statements being walked inside each other (see
+	// maxNesting).
+	nest int
 	// builtinsDisabled: after `enable -n`, a builtin name may run a binary.
 	builtinsDisabled bool
 	exhausted        bool
@@ -279,6 +282,12 @@ func (w *walker) walkStmt(st *syntax.Stmt, fr frame) {
 	if st == nil || !w.budget(fr.pos(st)) {
 		return
 	}
+	if w.nest >= maxNesting {
+		w.flag(FlagDepthExceeded, fr.pos(st), "commands nest deeper than %d levels (substitutions, subshells, groups, functions, nested code); the rest is opaque", maxNesting)
+		return
+	}
+	w.nest++
+	defer func() { w.nest-- }()
 	if w.execStdin != nil && inheritedStdin(fr) {
 		fr.in = *w.execStdin
 	}
