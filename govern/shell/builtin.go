@@ -142,6 +142,9 @@ func (w *walker) builtin(args []arg, cmd *Command, fr frame) {
 		if len(rest) > 0 {
 			w.flag(FlagAlias, cmd.Pos, "alias redefines what a command name runs")
 		}
+		// Its value is code the shell reads where the name is used.
+		w.checkArgv(rest, cmd, "alias (its value becomes code)")
+		w.aliasBuiltin(rest, cmd.Pos)
 	case "hash":
 		for _, a := range rest {
 			if strings.HasPrefix(a.Value, "-") && strings.Contains(a.Value, "p") {

@@ -137,6 +137,7 @@ func (w *walker) promptVar(v *value, pos Pos, fr frame) {
 	c := fr.with("PS4")
 	c.cond = true
 	c.src = v.str
+	c.aliasSpans = nil
 	c.file = pos.String() + " PS4"
 	w.substitutions(word, c)
 }

@@ -369,6 +369,7 @@ func (w *walker) nested(code Word, d Dialect, pos Pos, fr frame, ctx string) {
 	}
 	c := fr.with(ctx)
 	c.src = code.Value
+	c.aliasSpans = nil
 	c.file = pos.String() + " " + ctx
 	c.dialect = d
 	c.depth = fr.depth + 1

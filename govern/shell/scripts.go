@@ -337,6 +337,7 @@ func (w *walker) inspect(p string, d Dialect, pos Pos, fr frame) {
 	}
 	c := fr.with("script:" + p)
 	c.src = string(body)
+	c.aliasSpans = nil
 	c.file = p
 	c.dialect = d
 	c.depth = fr.depth + 1

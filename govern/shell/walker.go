@@ -36,6 +36,8 @@ type frame struct {
 	// fds names the credential each descriptor the statement opens
 	// carries (cmd 3< file); see walker.fds for exec's.
 	fds map[string]string
+	// aliasSpans mark the alias values in an alias expansion's text.
+	aliasSpans []aliasSpan
 }
 
 func (fr frame) with(ctx string) frame {
@@ -75,10 +77,14 @@ type write struct {
 }
 
 type walker struct {
-	in       *Input
-	a        *Analysis
-	vars     *layered[*value]
-	funcs    *layered[*funcDef]
+	in      *Input
+	a       *Analysis
+	vars    *layered[*value]
+	funcs   *layered[*funcDef]
+	aliases *layered[*aliasDef] // alias.go
+	// aliasAny is where an alias was defined with a name known only at
+	// run time: any command name may be one.
+	aliasAny *Pos
 	declared []*funcDef       // every function definition, in order
 	active   map[*funcDef]int // functions being walked (recursion guard)
 	credVars map[string]bool
@@ -144,6 +150,7 @@ func newWalker(in *Input, a *Analysis) *walker {
 		in.MaxScriptBytes = defaultMaxScriptBytes
 	}
 	w := &walker{in: in, a: a, vars: newLayered(func(v *value) bool { return v.exported }), funcs: newLayered(func(*funcDef) bool { return false }),
+		aliases:  newLayered(func(*aliasDef) bool { return false }),
 		active:   map[*funcDef]int{},
 		credVars: map[string]bool{}, pathCache: map[string]string{}, realCache: map[string]string{}, pinned: map[string]bool{}, flagged: map[string]bool{},
 		substOut: map[syntax.Node]capture{}}
@@ -267,9 +274,11 @@ func (w *walker) scope(barrier bool, fn func()) {
 	opts, dirs, execStdin, fds, outFds := w.opts, w.dirs.clone(), w.execStdin, w.fds, w.outFds
 	w.vars.push(barrier)
 	w.funcs.push(barrier)
+	w.aliases.push(barrier)
 	fn()
 	w.vars.pop()
 	w.funcs.pop()
+	w.aliases.pop()
 	w.cwd, w.allexport, w.builtinsDisabled, w.rerooted = cwd, allexport, disabled, rerooted
 	w.opts, w.dirs, w.execStdin, w.fds, w.outFds = opts, dirs, execStdin, fds, outFds
 	if !sameSlice(w.path, path) {
@@ -370,6 +379,7 @@ func (w *walker) walkStmt(st *syntax.Stmt, fr frame) {
 			w.outputs(fr.in.taint, "")
 		}
 	case *syntax.CallExpr:
+		w.aliasCommand(cmd.Args, int(cmd.Pos().Offset()), int(cmd.End().Offset()), fr)
 		w.callExpr(cmd, redirs, fr)
 	case *syntax.IfClause:
 		w.ifClause(cmd, fr, false)
@@ -431,8 +441,11 @@ func (w *walker) walkStmt(st *syntax.Stmt, fr frame) {
 	case *syntax.TestClause:
 		w.testExpr(cmd.X, fr)
 	case *syntax.DeclClause:
+		// declare, export, local...: builtins, which an alias can replace.
+		w.aliasCommand([]*syntax.Word{{Parts: []syntax.WordPart{cmd.Variant}}}, int(cmd.Pos().Offset()), int(cmd.End().Offset()), fr)
 		w.declClause(cmd, redirs, fr)
 	case *syntax.LetClause:
+		w.aliasCommand([]*syntax.Word{{Parts: []syntax.WordPart{&syntax.Lit{ValuePos: cmd.Let, ValueEnd: syntax.NewPos(cmd.Let.Offset()+3, cmd.Let.Line(), cmd.Let.Col()+3), Value: "let"}}}}, int(cmd.Pos().Offset()), int(cmd.End().Offset()), fr)
 		for _, x := range cmd.Exprs {
 			w.arith(x, fr)
 		}
@@ -587,7 +600,7 @@ func (w *walker) startProcess() {
 		w.opts.physical, w.opts.privileged, w.opts.monitor = off, off, off
 	}
 	if v, ok := w.vars.get("BASHOPTS"); !ok || !v.exported {
-		w.opts.lastpipe = off
+		w.opts.lastpipe, w.opts.expandAliases = off, off
 	}
 	w.dirs = dirStack{}
 	w.execStdin = nil
