@@ -67,6 +67,9 @@ func (w *walker) builtin(args []arg, cmd *Command, fr frame) {
 			c := fr
 			c.cond = true
 			w.nested(ops[0].Word, fr.dialect, cmd.Pos, c, "trap")
+			if !ops[0].Dynamic {
+				w.setTrap(ops[0].Word, ops[1:], cmd.Pos, c) // and again where it fires
+			}
 		}
 	case "read", "mapfile", "readarray", "getopts":
 		w.readVars(name, rest, cmd, fr)
@@ -287,6 +290,7 @@ func (w *walker) setPositional(args []arg, fr frame) {
 // forgetVars drops every known value: something assigned a variable the
 // analyzer cannot name.
 func (w *walker) forgetVars() {
+	w.noteForget()
 	w.vars.each(func(name string, v *value) {
 		w.vars.set(name, &value{tainted: v.tainted, exported: v.exported})
 	})

@@ -269,6 +269,10 @@ func (w *walker) run(args []arg, cmd *Command, fr frame, mode lookup) {
 	}
 	base := path.Base(name.Value)
 	bare := !strings.Contains(name.Value, "/")
+	if bare && mode == lookupAll {
+		// A trap fires while any definition of the name may be current.
+		w.trapFuncs(name.Value, args, fr)
+	}
 	switch {
 	case bare && mode == lookupAll && w.fn(name.Value) != nil:
 		cmd.Kind = "function"
@@ -360,6 +364,7 @@ func (w *walker) withPrefix(fr frame, special bool, fn func()) {
 		i++
 		v.exported = true
 		w.vars.set(name, &v)
+		w.noteAssign(name, v.tainted)
 		if name == "PATH" {
 			if v.known && !v.isList {
 				w.setPath(v.str)

@@ -121,6 +121,7 @@ type walker struct {
 	// carries: the run has a credential in its environment or files
 	// (Input.CredentialsInjected, a ${credential:<id>} in the text or env).
 	carries bool
+	trap    trapState // trap.go
 	// unseen is the first thing the analyzer could not see through; in a
 	// run that carries a credential it decides (checkUnseen).
 	unseen *Flag
@@ -276,6 +277,7 @@ func (w *walker) scope(barrier bool, fn func()) {
 	w.funcs.push(barrier)
 	w.aliases.push(barrier)
 	fn()
+	w.fireTraps(len(w.vars.maps)) // traps the scope set fire as it ends
 	w.vars.pop()
 	w.funcs.pop()
 	w.aliases.pop()
@@ -675,6 +677,7 @@ func (w *walker) callFunc(def *funcDef, args []arg, fr frame) {
 	for _, a := range args[1:] {
 		if a.tainted != "" {
 			c.posTaint = true
+			w.trap.posEver = true
 		}
 	}
 	w.walkStmt(def.decl.Body, c)
@@ -683,11 +686,13 @@ func (w *walker) callFunc(def *funcDef, args []arg, fr frame) {
 // finish walks the functions that were defined but never called (or
 // unset, or defined in a subshell), so no part of the text goes unlisted.
 func (w *walker) finish() {
+	w.fireTraps(0)
 	for _, def := range w.declared {
 		if !def.walked {
 			w.callFunc(def, []arg{{}}, def.fr)
 		}
 	}
+	w.fireTraps(0) // set by those functions
 	w.checkUnseen()
 }
 
@@ -698,6 +703,7 @@ func (w *walker) setVar(name string, v *value, fr frame) {
 }
 
 func (w *walker) setVarDepth(name string, v *value, fr frame, depth int) {
+	w.noteAssign(name, v.tainted)
 	old, had := w.vars.get(name)
 	if had && old.ref && !v.ref && depth < 8 {
 		// Assigning to a nameref assigns the variable it names; one with
