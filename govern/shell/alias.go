@@ -153,6 +153,10 @@ func (w *walker) aliasCommand(words []*syntax.Word, start, end int, fr frame) {
 	if !ok || def == nil {
 		return
 	}
+	if w.nestedBytes > maxNestedBytes {
+		w.flag(FlagDepthExceeded, pos, "alias %s: more than %d bytes of nested code to parse in all; the rest is opaque", name, maxNestedBytes)
+		return
+	}
 	if start < 0 || end > len(fr.src) || start > int(words[0].Pos().Offset()) {
 		return
 	}
@@ -246,6 +250,9 @@ func (fr frame) inAliasValue(name string, offset int) bool {
 func (w *walker) aliasNested(t aliasText, pos Pos, fr frame, ctx string) {
 	if fr.depth+1 > w.in.MaxScriptDepth {
 		w.flag(FlagDepthExceeded, pos, "%s nests deeper than %d levels; not analysed", ctx, w.in.MaxScriptDepth)
+		return
+	}
+	if !w.parseBudget(len(t.text), false, pos, ctx) {
 		return
 	}
 	f, err := parse(t.text, "", fr.dialect)

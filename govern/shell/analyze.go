@@ -30,6 +30,13 @@ const (
 	// it 64 KiB of $( grows time and memory with the square of the depth;
 	// past it the rest is opaque rather than slow.
 	maxNesting = 100
+	// maxNestedBytes bounds the code parsed beyond the text itself, in
+	// all: eval, bash -c, trap and here-document code and alias
+	// expansions (64 KiB of `eval "$x"` with a 30 KB $x is 100 MB to
+	// parse); scripts count against maxScriptTotal (Input.MaxScriptBytes
+	// times this). Past either the rest is opaque.
+	maxNestedBytes = 8 * MaxCommandBytes
+	maxScriptTotal = 4
 )
 
 // Analyze parses and resolves in.Text. It never executes anything and never

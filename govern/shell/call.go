@@ -201,10 +201,26 @@ func (w *walker) assignValue(as *syntax.Assign, fr frame, numeric bool) *value {
 	if old, ok := w.vars.get(name); ok && (as.Append || as.Index != nil) && old.tainted {
 		v.tainted = true
 	}
+	if v.known && valueBytes(v) > maxValueBytes {
+		// x=$x$x doubles: thirty of them are gigabytes. Such a value is
+		// treated as known only at run time.
+		v.known, v.str, v.list = false, "", nil
+	}
 	if name == "IFS" && !v.known {
 		w.flag(FlagOpaque, fr.pos(as), "IFS is set to a value known only at run time: word splitting cannot be resolved")
 	}
 	return v
+}
+
+// maxValueBytes bounds a value the analyzer keeps as known.
+const maxValueBytes = MaxCommandBytes
+
+func valueBytes(v *value) int {
+	n := len(v.str)
+	for _, s := range v.list {
+		n += len(s)
+	}
+	return n
 }
 
 func isInteger(s string) bool {

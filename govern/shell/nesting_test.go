@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"runtime"
 	"strings"
 	"testing"
 
@@ -60,9 +61,10 @@ func TestNestingBounded(t *testing.T) {
 
 			text := nestText(s.mk)
 			var a *Analysis
-			allocs := testing.AllocsPerRun(1, func() { a = Analyze(benchInput(text)) })
+			allocs, bytes := allocated(func() { a = Analyze(benchInput(text)) })
 			// The parse is most of it: about 10 allocations per byte.
-			assert.Assert(t, allocs < 40*float64(len(text)), "%.0f allocations for %d bytes", allocs, len(text))
+			assert.Assert(t, allocs < 40*uint64(len(text)), "%d allocations for %d bytes", allocs, len(text))
+			assert.Assert(t, bytes < 1000*uint64(len(text)), "%d bytes allocated for %d bytes", bytes, len(text))
 			if s.flat {
 				return
 			}
@@ -92,4 +94,44 @@ func BenchmarkNesting(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestRepeatedCodeBounded: code parsed again and again (eval, sh -c and
+// alias expansions of one large value) stops at maxNestedBytes, opaque;
+// a value doubled by x=$x$x stops being known past maxValueBytes; and
+// expanding a large known value in every command stops at maxExpandBytes.
+// Each is held to a number of allocations proportional to the text.
+func TestRepeatedCodeBounded(t *testing.T) {
+	big := strings.Repeat("a", 30000)
+	for _, c := range []struct {
+		name, text string
+		flag       FlagKind
+	}{
+		{"eval", "x='echo \"" + big + "\"'\n" + strings.Repeat("eval \"$x\"\n", 3300), FlagDepthExceeded},
+		{"sh -c", "x='echo \"" + big + "\"'\n" + strings.Repeat("sh -c \"$x\"\n", 3000), FlagDepthExceeded},
+		{"alias", "shopt -s expand_aliases\nalias c='echo \"" + big + "\"'\n" + strings.Repeat("c\n", 16000), FlagDepthExceeded},
+		{"doubling", "x=aaaaaaaa\n" + strings.Repeat("x=$x$x\n", 40) + "$x", FlagDynamicCommand},
+		{"expanding", "x=aaaaaaaa\n" + strings.Repeat("x=$x$x\n", 13) + strings.Repeat(": \"$x\"\n", 7000) + "$x", FlagDynamicCommand},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			assert.Assert(t, len(c.text) <= MaxCommandBytes)
+			var a *Analysis
+			allocs, bytes := allocated(func() { a = Analyze(benchInput(c.text)) })
+			assert.Assert(t, hasFlag(a, c.flag), "%d flags, none %s", len(a.Flags), c.flag)
+			assert.Assert(t, a.Opaque())
+			assert.Assert(t, allocs < 40*uint64(len(c.text)), "%d allocations for %d bytes", allocs, len(c.text))
+			assert.Assert(t, bytes < 1000*uint64(len(c.text))+4<<20, "%d bytes allocated for %d bytes", bytes, len(c.text))
+		})
+	}
+}
+
+// allocated counts what fn allocates: objects and bytes (deterministic for
+// a given input and toolchain, unlike time).
+func allocated(fn func()) (allocs, bytes uint64) {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	fn()
+	runtime.ReadMemStats(&after)
+	return after.Mallocs - before.Mallocs, after.TotalAlloc - before.TotalAlloc
 }

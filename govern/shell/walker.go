@@ -92,6 +92,10 @@ type walker struct {
 	pinned   map[string]bool
 	flagged  map[string]bool
 	ncmd     int
+	// nestedBytes and scriptBytes count what nested code and scripts
+	// cost to parse (maxNestedBytes, maxScriptTotal).
+	nestedBytes, scriptBytes int64
+	expanded                 int // bytes of words expanded (maxExpandBytes)
 	// nest counts the statements being walked inside each other (see
 	// maxNesting).
 	nest int
@@ -235,6 +239,21 @@ func (w *walker) deny(reason govern.Reason, pos Pos, msg string) {
 	if w.a.Denial == nil {
 		w.a.Denial = &Denial{Reason: reason, Pos: pos, Message: msg}
 	}
+}
+
+// parseBudget counts n more bytes of nested code (or of a script) to
+// parse; false once there is too much, after which it is opaque.
+func (w *walker) parseBudget(n int, script bool, pos Pos, what string) bool {
+	used, limit := &w.nestedBytes, int64(maxNestedBytes)
+	if script {
+		used, limit = &w.scriptBytes, maxScriptTotal*w.in.MaxScriptBytes
+	}
+	*used += int64(n)
+	if *used > limit {
+		w.flag(FlagDepthExceeded, pos, "%s: more than %d bytes of nested code (or of scripts) to parse in all; the rest is opaque", what, limit)
+		return false
+	}
+	return true
 }
 
 // budget counts one unit of work; false once the analysis is too large to
