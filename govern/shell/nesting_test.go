@@ -64,7 +64,7 @@ func TestNestingBounded(t *testing.T) {
 			allocs, bytes := allocated(func() { a = Analyze(benchInput(text)) })
 			// The parse is most of it: about 10 allocations per byte.
 			assert.Assert(t, allocs < 40*uint64(len(text)), "%d allocations for %d bytes", allocs, len(text))
-			assert.Assert(t, bytes < 1000*uint64(len(text)), "%d bytes allocated for %d bytes", bytes, len(text))
+			assert.Assert(t, raceEnabled || bytes < 1000*uint64(len(text)), "%d bytes allocated for %d bytes", bytes, len(text))
 			if s.flat {
 				return
 			}
@@ -120,7 +120,7 @@ func TestRepeatedCodeBounded(t *testing.T) {
 			assert.Assert(t, hasFlag(a, c.flag), "%d flags, none %s", len(a.Flags), c.flag)
 			assert.Assert(t, a.Opaque())
 			assert.Assert(t, allocs < 40*uint64(len(c.text)), "%d allocations for %d bytes", allocs, len(c.text))
-			assert.Assert(t, bytes < 1000*uint64(len(c.text))+4<<20, "%d bytes allocated for %d bytes", bytes, len(c.text))
+			assert.Assert(t, raceEnabled || bytes < 1000*uint64(len(c.text))+4<<20, "%d bytes allocated for %d bytes", bytes, len(c.text))
 		})
 	}
 }
