@@ -322,8 +322,12 @@ func (w *walker) declClause(dc *syntax.DeclClause, redirs []Redirect, fr frame) 
 		w.assignSubst(as, fr)
 		if as.Name == nil {
 			// An option or a word known only at run time.
+			lit, static := "", false
 			if as.Value != nil && w.isStatic(as.Value) {
-				s, _ := w.literal(as.Value)
+				lit, static = w.literal(as.Value) // false past maxExpandBytes
+			}
+			if static {
+				s := lit
 				argv = append(argv, Word{Value: s})
 				if strings.HasPrefix(s, "-") || strings.HasPrefix(s, "+") {
 					// export -n takes the export attribute away.
