@@ -22,6 +22,21 @@ const (
 	maxCommands = 20000
 	// maxFields bounds what one word may expand to (brace expansion).
 	maxFields = 4096
+	// maxNesting bounds how deeply statements may nest inside each other,
+	// whatever does the nesting: command and process substitutions,
+	// subshells, groups, compound commands, function bodies, eval, nested
+	// shells, here-documents fed to a shell, aliases, traps. Each level
+	// costs the walker a frame, a scope and a longer context, so without
+	// it 64 KiB of $( grows time and memory with the square of the depth;
+	// past it the rest is opaque rather than slow.
+	maxNesting = 100
+	// maxNestedBytes bounds the code parsed beyond the text itself, in
+	// all: eval, bash -c, trap and here-document code and alias
+	// expansions (64 KiB of `eval "$x"` with a 30 KB $x is 100 MB to
+	// parse); scripts count against maxScriptTotal (Input.MaxScriptBytes
+	// times this). Past either the rest is opaque.
+	maxNestedBytes = 8 * MaxCommandBytes
+	maxScriptTotal = 4
 )
 
 // Analyze parses and resolves in.Text. It never executes anything and never

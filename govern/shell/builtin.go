@@ -67,6 +67,9 @@ func (w *walker) builtin(args []arg, cmd *Command, fr frame) {
 			c := fr
 			c.cond = true
 			w.nested(ops[0].Word, fr.dialect, cmd.Pos, c, "trap")
+			if !ops[0].Dynamic {
+				w.setTrap(ops[0].Word, ops[1:], cmd.Pos, c) // and again where it fires
+			}
 		}
 	case "read", "mapfile", "readarray", "getopts":
 		w.readVars(name, rest, cmd, fr)
@@ -143,6 +146,9 @@ func (w *walker) builtin(args []arg, cmd *Command, fr frame) {
 		if len(rest) > 0 {
 			w.flag(FlagAlias, cmd.Pos, "alias redefines what a command name runs")
 		}
+		// Its value is code the shell reads where the name is used.
+		w.checkArgv(rest, cmd, "alias (its value becomes code)")
+		w.aliasBuiltin(rest, cmd.Pos)
 	case "hash":
 		for _, a := range rest {
 			if strings.HasPrefix(a.Value, "-") && strings.Contains(a.Value, "p") {
@@ -305,6 +311,7 @@ func (w *walker) setPositional(args []arg, fr frame) {
 // forgetVars drops every known value: something assigned a variable the
 // analyzer cannot name.
 func (w *walker) forgetVars() {
+	w.noteForget()
 	w.vars.each(func(name string, v *value) {
 		w.vars.set(name, &value{tainted: v.tainted, exported: v.exported})
 	})
@@ -336,8 +343,12 @@ func (w *walker) declClause(dc *syntax.DeclClause, redirs []Redirect, fr frame) 
 		w.assignSubst(as, fr)
 		if as.Name == nil {
 			// An option or a word known only at run time.
+			lit, static := "", false
 			if as.Value != nil && w.isStatic(as.Value) {
-				s, _ := w.literal(as.Value)
+				lit, static = w.literal(as.Value) // false past maxExpandBytes
+			}
+			if static {
+				s := lit
 				argv = append(argv, Word{Value: s})
 				if strings.HasPrefix(s, "-") || strings.HasPrefix(s, "+") {
 					// export -n takes the export attribute away.

@@ -138,6 +138,7 @@ func (w *walker) promptVar(v *value, pos Pos, fr frame) {
 	c := fr.with("PS4")
 	c.cond = true
 	c.src = v.str
+	c.aliasSpans = nil
 	c.file = pos.String() + " PS4"
 	w.substitutions(word, c)
 }
@@ -201,10 +202,26 @@ func (w *walker) assignValue(as *syntax.Assign, fr frame, numeric bool) *value {
 	if old, ok := w.vars.get(name); ok && (as.Append || as.Index != nil) && old.tainted {
 		v.tainted = true
 	}
+	if v.known && valueBytes(v) > maxValueBytes {
+		// x=$x$x doubles: thirty of them are gigabytes. Such a value is
+		// treated as known only at run time.
+		v.known, v.str, v.list = false, "", nil
+	}
 	if name == "IFS" && !v.known {
 		w.flag(FlagOpaque, fr.pos(as), "IFS is set to a value known only at run time: word splitting cannot be resolved")
 	}
 	return v
+}
+
+// maxValueBytes bounds a value the analyzer keeps as known.
+const maxValueBytes = MaxCommandBytes
+
+func valueBytes(v *value) int {
+	n := len(v.str)
+	for _, s := range v.list {
+		n += len(s)
+	}
+	return n
 }
 
 func isInteger(s string) bool {
@@ -270,6 +287,10 @@ func (w *walker) run(args []arg, cmd *Command, fr frame, mode lookup) {
 	}
 	base := path.Base(name.Value)
 	bare := !strings.Contains(name.Value, "/")
+	if bare && mode == lookupAll {
+		// A trap fires while any definition of the name may be current.
+		w.trapFuncs(name.Value, args, fr)
+	}
 	switch {
 	case bare && mode == lookupAll && w.fn(name.Value) != nil:
 		cmd.Kind = "function"
@@ -361,6 +382,7 @@ func (w *walker) withPrefix(fr frame, special bool, fn func()) {
 		i++
 		v.exported = true
 		w.vars.set(name, &v)
+		w.noteAssign(name, v.tainted)
 		if name == "PATH" {
 			if v.known && !v.isList {
 				w.setPath(v.str)

@@ -40,6 +40,8 @@ type shellOpts struct {
 	privileged tri // set -p: cd ignores CDPATH
 	monitor    tri // set -m: job control, which turns lastpipe off
 	lastpipe   tri // shopt -s lastpipe: a pipeline's last stage runs in this shell
+	// expandAliases: shopt -s expand_aliases (bash; see alias.go).
+	expandAliases tri
 }
 
 // dirStack is bash's pushd stack below the current directory; an entry is
@@ -672,6 +674,8 @@ func (w *walker) setOption(name string, v tri, fr frame) {
 		w.opts.monitor = w.opts.monitor.set(v, fr.cond)
 	case "lastpipe":
 		w.opts.lastpipe = w.opts.lastpipe.set(v, fr.cond)
+	case "expand_aliases":
+		w.opts.expandAliases = w.opts.expandAliases.set(v, fr.cond)
 	case "posix":
 		// set -o posix assigns POSIXLY_CORRECT=y; set +o posix unsets it.
 		nv := &value{}
@@ -751,6 +755,7 @@ func (w *walker) shoptBuiltin(rest []arg, fr frame) {
 		switch {
 		case a.Dynamic:
 			w.setOption("lastpipe", maybe, fr)
+			w.setOption("expand_aliases", maybe, fr)
 			w.setOption("", maybe, fr)
 		case strings.HasPrefix(a.Value, "-") && len(a.Value) > 1:
 			for _, c := range a.Value[1:] {
@@ -767,8 +772,8 @@ func (w *walker) shoptBuiltin(rest []arg, fr frame) {
 			switch {
 			case setO:
 				w.setOption(a.Value, state, fr)
-			case a.Value == "lastpipe":
-				w.setOption("lastpipe", state, fr)
+			case a.Value == "lastpipe" || a.Value == "expand_aliases":
+				w.setOption(a.Value, state, fr)
 			}
 		}
 	}

@@ -362,6 +362,9 @@ func (w *walker) nested(code Word, d Dialect, pos Pos, fr frame, ctx string) {
 		w.flag(FlagOpaque, pos, "%s code holds a NUL byte", ctx)
 		return
 	}
+	if !w.parseBudget(len(code.Value), false, pos, ctx) {
+		return
+	}
 	f, err := parse(code.Value, "", d)
 	if err != nil {
 		w.flag(FlagOpaque, pos, "%s code does not parse: %s", ctx, parseDenial(err, "").Message)
@@ -369,6 +372,7 @@ func (w *walker) nested(code Word, d Dialect, pos Pos, fr frame, ctx string) {
 	}
 	c := fr.with(ctx)
 	c.src = code.Value
+	c.aliasSpans = nil
 	c.file = pos.String() + " " + ctx
 	c.dialect = d
 	c.depth = fr.depth + 1

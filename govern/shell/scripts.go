@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"io"
 	"os"
 	"path"
@@ -359,6 +360,9 @@ func (w *walker) walkScript(p string, body []byte, d Dialect, pos Pos, fr frame)
 		w.flag(FlagOpaque, pos, "%s holds NUL bytes", p)
 		return
 	}
+	if !w.parseBudget(len(body), true, pos, p) {
+		return
+	}
 	file, err := parse(string(body), p, d)
 	if err != nil {
 		w.flag(FlagOpaque, pos, "script %s does not parse (the shell would run it up to the error): %s", p, parseDenial(err, p).Message)
@@ -366,6 +370,7 @@ func (w *walker) walkScript(p string, body []byte, d Dialect, pos Pos, fr frame)
 	}
 	c := fr.with("script:" + p)
 	c.src = string(body)
+	c.aliasSpans = nil
 	c.file = p
 	c.dialect = d
 	c.depth = fr.depth + 1
@@ -437,5 +442,10 @@ func isRegular(p string) bool {
 }
 
 func expandDocument(w *walker, word *syntax.Word) (string, error) {
-	return expand.Document(&expand.Config{Env: env{w}}, word)
+	if w.expanded > maxExpandBytes {
+		return "", errors.New("too much expanded")
+	}
+	s, err := expand.Document(&expand.Config{Env: env{w}}, word)
+	w.expanded += len(s)
+	return s, err
 }

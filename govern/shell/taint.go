@@ -592,6 +592,16 @@ func (w *walker) wordCredPath(word *syntax.Word) string {
 				found = c.path
 			}
 			return false
+		case *syntax.ProcSubst:
+			// A walked one is what it printed; looking inside again at
+			// every level of <(<(...)) would cost the square of the depth.
+			if c, ok := w.substOut[n]; ok {
+				found = c.path
+				if found == "" {
+					found = c.taint
+				}
+				return false
+			}
 		}
 		return found == ""
 	})

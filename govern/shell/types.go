@@ -107,7 +107,9 @@ type Command struct {
 	// Wrappers lists the wrapper commands peeled off, outermost first.
 	Wrappers []string `json:"wrappers,omitempty"`
 	// Context says where the command sits: "" at top level, or a chain such
-	// as "cmdsubst", "bash -c", "eval", "trap", "script:/w/x.sh", "function:f".
+	// as "cmdsubst", "bash -c", "eval", "trap", "script:/w/x.sh", "function:f",
+	// "alias c" (what alias c expands to) or "trap, when it fires" (trap code
+	// walked again where it can fire).
 	Context string `json:"context,omitempty"`
 	// Kind is builtin, function, external or unknown (dynamic name).
 	Kind      string     `json:"kind"`

@@ -37,6 +37,8 @@ type frame struct {
 	// fds names the credential each descriptor the statement opens
 	// carries (cmd 3< file); see walker.fds for exec's.
 	fds map[string]string
+	// aliasSpans mark the alias values in an alias expansion's text.
+	aliasSpans []aliasSpan
 }
 
 func (fr frame) with(ctx string) frame {
@@ -76,10 +78,14 @@ type write struct {
 }
 
 type walker struct {
-	in       *Input
-	a        *Analysis
-	vars     *layered[*value]
-	funcs    *layered[*funcDef]
+	in      *Input
+	a       *Analysis
+	vars    *layered[*value]
+	funcs   *layered[*funcDef]
+	aliases *layered[*aliasDef] // alias.go
+	// aliasAny is where an alias was defined with a name known only at
+	// run time: any command name may be one.
+	aliasAny *Pos
 	declared []*funcDef       // every function definition, in order
 	active   map[*funcDef]int // functions being walked (recursion guard)
 	credVars map[string]bool
@@ -89,6 +95,13 @@ type walker struct {
 	pinned    map[string]bool
 	flagged   map[string]bool
 	ncmd      int
+	// nestedBytes and scriptBytes count what nested code and scripts
+	// cost to parse (maxNestedBytes, maxScriptTotal).
+	nestedBytes, scriptBytes int64
+	expanded                 int // bytes of words expanded (maxExpandBytes)
+	// nest counts the statements being walked inside each other (see
+	// maxNesting).
+	nest int
 	// builtinsDisabled: after `enable -n`, a builtin name may run a binary.
 	builtinsDisabled bool
 	exhausted        bool
@@ -115,6 +128,7 @@ type walker struct {
 	// carries: the run has a credential in its environment or files
 	// (Input.CredentialsInjected, a ${credential:<id>} in the text or env).
 	carries bool
+	trap    trapState // trap.go
 	// unseen is the first thing the analyzer could not see through; in a
 	// run that carries a credential it decides (checkUnseen).
 	unseen *Flag
@@ -157,6 +171,7 @@ func newWalker(in *Input, a *Analysis) *walker {
 		in.MaxScriptBytes = defaultMaxScriptBytes
 	}
 	w := &walker{in: in, a: a, vars: newLayered(func(v *value) bool { return v.exported }), funcs: newLayered(func(*funcDef) bool { return false }),
+		aliases:  newLayered(func(*aliasDef) bool { return false }),
 		active:   map[*funcDef]int{},
 		credVars: map[string]bool{}, pathCache: map[string]string{}, realCache: map[string]string{}, pinned: map[string]bool{}, flagged: map[string]bool{},
 		substOut: map[syntax.Node]capture{}}
@@ -242,6 +257,21 @@ func (w *walker) deny(reason govern.Reason, pos Pos, msg string) {
 	}
 }
 
+// parseBudget counts n more bytes of nested code (or of a script) to
+// parse; false once there is too much, after which it is opaque.
+func (w *walker) parseBudget(n int, script bool, pos Pos, what string) bool {
+	used, limit := &w.nestedBytes, int64(maxNestedBytes)
+	if script {
+		used, limit = &w.scriptBytes, maxScriptTotal*w.in.MaxScriptBytes
+	}
+	*used += int64(n)
+	if *used > limit {
+		w.flag(FlagDepthExceeded, pos, "%s: more than %d bytes of nested code (or of scripts) to parse in all; the rest is opaque", what, limit)
+		return false
+	}
+	return true
+}
+
 // budget counts one unit of work; false once the analysis is too large to
 // finish, after which everything left is opaque.
 func (w *walker) budget(pos Pos) bool {
@@ -280,9 +310,12 @@ func (w *walker) scope(barrier bool, fn func()) {
 	opts, dirs, execStdin, fds, outFds, sinks := w.opts, w.dirs.clone(), w.execStdin, w.fds, w.outFds, w.sinks
 	w.vars.push(barrier)
 	w.funcs.push(barrier)
+	w.aliases.push(barrier)
 	fn()
+	w.fireTraps(len(w.vars.maps)) // traps the scope set fire as it ends
 	w.vars.pop()
 	w.funcs.pop()
+	w.aliases.pop()
 	w.cwd, w.allexport, w.builtinsDisabled, w.rerooted = cwd, allexport, disabled, rerooted
 	w.opts, w.dirs, w.execStdin, w.fds, w.outFds, w.sinks = opts, dirs, execStdin, fds, outFds, sinks
 	if !sameSlice(w.path, path) {
@@ -295,6 +328,12 @@ func (w *walker) walkStmt(st *syntax.Stmt, fr frame) {
 	if st == nil || !w.budget(fr.pos(st)) {
 		return
 	}
+	if w.nest >= maxNesting {
+		w.flag(FlagDepthExceeded, fr.pos(st), "commands nest deeper than %d levels (substitutions, subshells, groups, functions, nested code); the rest is opaque", maxNesting)
+		return
+	}
+	w.nest++
+	defer func() { w.nest-- }()
 	if w.execStdin != nil && inheritedStdin(fr) {
 		fr.in = *w.execStdin
 	}
@@ -381,6 +420,7 @@ func (w *walker) walkStmt(st *syntax.Stmt, fr frame) {
 			w.outputs(fr.in.taint, "")
 		}
 	case *syntax.CallExpr:
+		w.aliasCommand(cmd.Args, int(cmd.Pos().Offset()), int(cmd.End().Offset()), fr)
 		w.callExpr(cmd, redirs, fr)
 	case *syntax.IfClause:
 		w.ifClause(cmd, fr, false)
@@ -446,8 +486,11 @@ func (w *walker) walkStmt(st *syntax.Stmt, fr frame) {
 	case *syntax.TestClause:
 		w.testExpr(cmd.X, fr)
 	case *syntax.DeclClause:
+		// declare, export, local...: builtins, which an alias can replace.
+		w.aliasCommand([]*syntax.Word{{Parts: []syntax.WordPart{cmd.Variant}}}, int(cmd.Pos().Offset()), int(cmd.End().Offset()), fr)
 		w.declClause(cmd, redirs, fr)
 	case *syntax.LetClause:
+		w.aliasCommand([]*syntax.Word{{Parts: []syntax.WordPart{&syntax.Lit{ValuePos: cmd.Let, ValueEnd: syntax.NewPos(cmd.Let.Offset()+3, cmd.Let.Line(), cmd.Let.Col()+3), Value: "let"}}}}, int(cmd.Pos().Offset()), int(cmd.End().Offset()), fr)
 		for _, x := range cmd.Exprs {
 			w.arith(x, fr)
 		}
@@ -653,7 +696,7 @@ func (w *walker) startProcess() {
 		w.opts.physical, w.opts.privileged, w.opts.monitor = off, off, off
 	}
 	if v, ok := w.vars.get("BASHOPTS"); !ok || !v.exported {
-		w.opts.lastpipe = off
+		w.opts.lastpipe, w.opts.expandAliases = off, off
 	}
 	w.dirs = dirStack{}
 	w.execStdin = nil
@@ -728,6 +771,7 @@ func (w *walker) callFunc(def *funcDef, args []arg, fr frame) {
 	for _, a := range args[1:] {
 		if a.tainted != "" {
 			c.posTaint = true
+			w.trap.posEver = true
 		}
 	}
 	w.walkStmt(def.decl.Body, c)
@@ -736,11 +780,13 @@ func (w *walker) callFunc(def *funcDef, args []arg, fr frame) {
 // finish walks the functions that were defined but never called (or
 // unset, or defined in a subshell), so no part of the text goes unlisted.
 func (w *walker) finish() {
+	w.fireTraps(0)
 	for _, def := range w.declared {
 		if !def.walked {
 			w.callFunc(def, []arg{{}}, def.fr)
 		}
 	}
+	w.fireTraps(0) // set by those functions
 	w.checkUnseen()
 }
 
@@ -751,6 +797,7 @@ func (w *walker) setVar(name string, v *value, fr frame) {
 }
 
 func (w *walker) setVarDepth(name string, v *value, fr frame, depth int) {
+	w.noteAssign(name, v.tainted)
 	old, had := w.vars.get(name)
 	if had && old.ref && !v.ref && depth < 8 {
 		// Assigning to a nameref assigns the variable it names; one with

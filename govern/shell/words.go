@@ -227,18 +227,27 @@ func (w *walker) fields(word *syntax.Word, d Dialect) ([]string, bool) {
 	if w.cfg == nil {
 		w.cfg = &expand.Config{Env: env{w}}
 	}
+	if w.expanded > maxExpandBytes {
+		return nil, false
+	}
 	var out []string
 	for f, err := range expand.FieldsSeq(w.cfg, word) {
 		if err != nil {
 			return nil, false
 		}
 		out = append(out, f)
+		w.expanded += len(f)
 		if len(out) > maxFields {
 			return nil, false
 		}
 	}
 	return out, true
 }
+
+// maxExpandBytes bounds what the analyzer expands in all: each command
+// that expands a large known value copies it (64 KiB of `: "$x"` with a
+// 64 KiB $x is a gigabyte). Past it words are known only at run time.
+const maxExpandBytes = 16 << 20
 
 // plainLit returns the value of a word that is one literal needing no
 // expansion at all (the common case, resolved without expand).
@@ -295,7 +304,11 @@ func (w *walker) literal(word *syntax.Word) (string, bool) {
 	if w.cfg == nil {
 		w.cfg = &expand.Config{Env: env{w}}
 	}
+	if w.expanded > maxExpandBytes {
+		return "", false
+	}
 	s, err := expand.Literal(w.cfg, word)
+	w.expanded += len(s)
 	return s, err == nil
 }
 
