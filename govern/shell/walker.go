@@ -5,6 +5,7 @@ import (
 	"maps"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -427,8 +428,10 @@ func (w *walker) walkStmt(st *syntax.Stmt, fr frame) {
 	case *syntax.WhileClause:
 		c := fr
 		c.cond = true
-		w.walkStmts(cmd.Cond, c)
-		w.walkStmts(cmd.Do, c)
+		w.loop(fr.pos(cmd), func() {
+			w.walkStmts(cmd.Cond, c)
+			w.walkStmts(cmd.Do, c)
+		})
 	case *syntax.ForClause:
 		c := fr
 		c.cond = true
@@ -462,7 +465,7 @@ func (w *walker) walkStmt(st *syntax.Stmt, fr frame) {
 			w.arith(loop.Cond, c)
 			w.arith(loop.Post, c)
 		}
-		w.walkStmts(cmd.Do, c)
+		w.loop(fr.pos(cmd), func() { w.walkStmts(cmd.Do, c) })
 	case *syntax.CaseClause:
 		w.substitutions(cmd.Word, fr)
 		c := fr
@@ -788,6 +791,52 @@ func (w *walker) finish() {
 	}
 	w.fireTraps(0) // set by those functions
 	w.checkUnseen()
+}
+
+// maxLoopWalks bounds how often one loop's body is walked (see loop).
+const maxLoopWalks = 8
+
+// loop walks a loop's body until what is known of the variables and
+// functions stops changing: the body runs again with what its last run
+// left (`for i in 1 2; do tool "$x"; x=$T; done` puts the token on the
+// second run's command line). The body is conditional code, so a walk
+// only takes knowledge away (a value becomes unknown, taint accumulates):
+// a few walks reach the end. Past maxLoopWalks the loop is opaque. A
+// command a later walk finds as an earlier one did is listed once.
+func (w *walker) loop(pos Pos, body func()) {
+	seen := map[string]bool{}
+	for i := 0; ; i++ {
+		before := w.loopState()
+		from := len(w.a.Commands)
+		body()
+		kept := w.a.Commands[:from]
+		for _, c := range w.a.Commands[from:] {
+			if k := fmt.Sprintf("%+v", c); !seen[k] {
+				seen[k] = true
+				kept = append(kept, c)
+			}
+		}
+		w.a.Commands = kept
+		if w.exhausted || w.loopState() == before {
+			return
+		}
+		if i+1 == maxLoopWalks {
+			w.flag(FlagOpaque, pos, "what this loop's variables hold kept changing after %d walks of its body", maxLoopWalks)
+			return
+		}
+	}
+}
+
+// loopState is what loop compares: every visible variable's taint and
+// what is known of it, and which definition each function name has.
+func (w *walker) loopState() string {
+	var parts []string
+	w.vars.each(func(k string, v *value) {
+		parts = append(parts, fmt.Sprintf("%s=%t/%t/%t/%q/%q/%t/%q/%q", k, v.tainted, v.known, v.isList, v.str, v.list, v.unset, v.nameref, v.credPath))
+	})
+	w.funcs.each(func(k string, f *funcDef) { parts = append(parts, fmt.Sprintf("%s()=%p", k, f)) })
+	slices.Sort(parts)
+	return strings.Join(parts, "\x00")
 }
 
 // setVar records an assignment. In conditional code the value becomes
