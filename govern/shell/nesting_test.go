@@ -135,3 +135,35 @@ func allocated(fn func()) (allocs, bytes uint64) {
 	runtime.ReadMemStats(&after)
 	return after.Mallocs - before.Mallocs, after.TotalAlloc - before.TotalAlloc
 }
+
+// TestLoopWalksBounded: loops are walked again until their variables stop
+// changing (loop), and loops inside loops multiply that: 64 KiB of nested
+// loops whose bodies keep changing variables stays within a bounded number
+// of allocations and is opaque past maxLoopRewalks, denied in a run that
+// carries a credential; the same loops one after another, each settling in
+// a few walks, are walked whole and not opaque.
+func TestLoopWalksBounded(t *testing.T) {
+	body := "x=$y; y=$z; z=$RANDOM; "
+	nested := nestText(func(n int) string {
+		return strings.Repeat("for i in 1 2; do "+body, n) + "true" + strings.Repeat("; done", n)
+	})
+	flat := nestText(func(n int) string { return strings.Repeat("for i in 1 2; do "+body+"true; done; ", n) })
+	for _, c := range []struct {
+		name, text string
+		opaque     bool
+	}{{"nested", nested, true}, {"one after another", flat, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			var a *Analysis
+			allocs, _ := allocated(func() { a = Analyze(benchInput(c.text)) })
+			assert.Assert(t, allocs < 40*uint64(len(c.text)), "%d allocations for %d bytes", allocs, len(c.text))
+			assert.Equal(t, a.Opaque(), c.opaque, "flags %v", a.Flags)
+			if !c.opaque {
+				return
+			}
+			in := benchInput(c.text)
+			in.CredentialsInjected = true
+			d := Analyze(in).Denial
+			assert.Assert(t, d != nil && d.Reason == "credential_in_argv", "%v", d)
+		})
+	}
+}

@@ -103,6 +103,8 @@ type walker struct {
 	// nest counts the statements being walked inside each other (see
 	// maxNesting).
 	nest int
+	// loopWalks counts loop bodies walked again (loop, maxLoopRewalks).
+	loopWalks int
 	// builtinsDisabled: after `enable -n`, a builtin name may run a binary.
 	builtinsDisabled bool
 	exhausted        bool
@@ -176,6 +178,11 @@ func newWalker(in *Input, a *Analysis) *walker {
 		active:   map[*funcDef]int{},
 		credVars: map[string]bool{}, pathCache: map[string]string{}, realCache: map[string]string{}, pinned: map[string]bool{}, flagged: map[string]bool{},
 		substOut: map[syntax.Node]capture{}}
+	w.vars.same = sameValue
+	// A definition walked again (in a loop) is the same definition.
+	w.funcs.same = func(a, b *funcDef) bool {
+		return a == b || a != nil && b != nil && a.decl == b.decl && a.fr.context == b.fr.context && a.fr.dialect == b.fr.dialect
+	}
 	w.carries = in.CredentialsInjected || len(a.Credentials) > 0
 	for _, n := range in.CredentialVars {
 		w.credVars[n] = true
@@ -793,8 +800,13 @@ func (w *walker) finish() {
 	w.checkUnseen()
 }
 
-// maxLoopWalks bounds how often one loop's body is walked (see loop).
-const maxLoopWalks = 8
+// maxLoopWalks bounds how often one loop's body is walked (see loop), and
+// maxLoopRewalks the walks again of all loops of one analysis: loops
+// inside loops multiply them.
+const (
+	maxLoopWalks   = 8
+	maxLoopRewalks = 1000
+)
 
 // loop walks a loop's body until what is known of the variables and
 // functions stops changing: the body runs again with what its last run
@@ -805,8 +817,9 @@ const maxLoopWalks = 8
 // command a later walk finds as an earlier one did is listed once.
 func (w *walker) loop(pos Pos, body func()) {
 	seen := map[string]bool{}
+	vd, fd := w.vars.depth(), w.funcs.depth()
 	for i := 0; ; i++ {
-		before := w.loopState()
+		before := w.loopState(vd, fd)
 		from := len(w.a.Commands)
 		body()
 		kept := w.a.Commands[:from]
@@ -817,26 +830,35 @@ func (w *walker) loop(pos Pos, body func()) {
 			}
 		}
 		w.a.Commands = kept
-		if w.exhausted || w.loopState() == before {
+		if w.exhausted || w.loopState(vd, fd) == before {
 			return
 		}
 		if i+1 == maxLoopWalks {
 			w.flag(FlagOpaque, pos, "what this loop's variables hold kept changing after %d walks of its body", maxLoopWalks)
 			return
 		}
+		if w.loopWalks++; w.loopWalks > maxLoopRewalks {
+			w.flag(FlagDepthExceeded, pos, "more than %d walks of loop bodies again; the rest of this loop is opaque", maxLoopRewalks)
+			return
+		}
 	}
 }
 
-// loopState is what loop compares: every visible variable's taint and
-// what is known of it, and which definition each function name has.
-func (w *walker) loopState() string {
-	var parts []string
-	w.vars.each(func(k string, v *value) {
-		parts = append(parts, fmt.Sprintf("%s=%t/%t/%t/%q/%q/%t/%q/%q", k, v.tainted, v.known, v.isList, v.str, v.list, v.unset, v.nameref, v.credPath))
-	})
-	w.funcs.each(func(k string, f *funcDef) { parts = append(parts, fmt.Sprintf("%s()=%p", k, f)) })
-	slices.Sort(parts)
-	return strings.Join(parts, "\x00")
+// loopState is what loop compares: the versions of the variables and of
+// the functions in the layers the loop itself writes to (what a subshell
+// inside it sets is forgotten when it ends).
+func (w *walker) loopState(vd, fd int) [2]int {
+	return [2]int{w.vars.version(vd), w.funcs.version(fd)}
+}
+
+// sameValue: writing b over a changes nothing the walk knows.
+func sameValue(a, b *value) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.known == b.known && a.isList == b.isList && a.str == b.str && slices.Equal(a.list, b.list) &&
+		a.numeric == b.numeric && a.tainted == b.tainted && a.exported == b.exported && a.assoc == b.assoc &&
+		a.nameref == b.nameref && a.ref == b.ref && a.unset == b.unset && a.credPath == b.credPath
 }
 
 // setVar records an assignment. In conditional code the value becomes
