@@ -14,6 +14,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -30,6 +31,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -585,8 +587,10 @@ func hostileResourceURIs(t *testing.T, asUser bool) {
 	if err := read("file:///srv/data/public/a"); err != nil {
 		t.Fatalf("the public file: %v", err)
 	}
-	if err := read("file:///srv/data/private/key"); err == nil || !strings.Contains(err.Error(), "tool_permission") {
-		t.Errorf("the private file: %v", err)
+	var je *jsonrpc.Error
+	if err := read("file:///srv/data/private/key"); err == nil || !strings.Contains(err.Error(), "tool_permission") ||
+		!errors.As(err, &je) || je.Code != -32001 { // the gateway's CodeRefused
+		t.Errorf("the private file: %v (want the JSON-RPC code -32001)", err)
 	}
 	refused := []struct{ uri, says string }{
 		{"file:///srv/data/public/../private/key", "read file:///srv/data/private/key instead"},

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mitrity/mitrity/govern"
@@ -142,7 +143,8 @@ func (s *Server) syncPrompts() {
 				if req.Params != nil {
 					args = req.Params.Arguments
 				}
-				return s.ups.GetPrompt(ctx, agent, served, args)
+				res, err := s.ups.GetPrompt(ctx, agent, served, args)
+				return res, refusal(err)
 			})
 		})
 		if err != nil {
@@ -164,9 +166,25 @@ func (s *Server) syncPrompts() {
 
 func (s *Server) readUpstream(ctx context.Context, req *mcp.ReadResourceRequest, server string) (*mcp.ReadResourceResult, error) {
 	if req.Params == nil || req.Params.URI == "" {
-		return nil, errors.New("resources/read needs a uri")
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "resources/read needs a uri"}
 	}
-	return s.ups.ReadResource(ctx, agentOf(req.Extra, s.agent), server, req.Params.URI)
+	res, err := s.ups.ReadResource(ctx, agentOf(req.Extra, s.agent), server, req.Params.URI)
+	return res, refusal(err)
+}
+
+// CodeRefused is the JSON-RPC error code of a resources/read or
+// prompts/get the gateway refused (the reason and sentence are the
+// message) or could not forward (implementation-defined range).
+const CodeRefused = -32001
+
+// refusal gives an error without a JSON-RPC code CodeRefused (the SDK
+// would send it as code 0).
+func refusal(err error) error {
+	var je *jsonrpc.Error
+	if err == nil || errors.As(err, &je) {
+		return err
+	}
+	return &jsonrpc.Error{Code: CodeRefused, Message: err.Error()}
 }
 
 // agentOf is the agent of a request: its bearer token's, else def.
