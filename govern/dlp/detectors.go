@@ -397,3 +397,7 @@ func (b Bindings) Redact(text string) (string, []Hit) {
 }
 
 func marker(detector string) string { return "[REDACTED:dlp:" + detector + "]" }
+
+// Marker is what replaces a hit of the named detector:
+// [REDACTED:dlp:<detector>].
+func Marker(detector string) string { return marker(detector) }
