@@ -21,9 +21,10 @@ import (
 //     pieces are looked for in every string, with anything between them
 //     (dlp.Redactor.Pieces). Every part of a string that takes part in a
 //     match is replaced by the value's marker.
-//  2. Every DLP detector there is, whatever the profile binds: a secret
-//     found by its format ([REDACTED:dlp:<detector>]), judged line by line
-//     as output is, the strings one line (or more) each.
+//  2. The built-in DLP detectors (with their issuers' gitleaks rules),
+//     whatever the profile binds: a secret found by its format
+//     ([REDACTED:dlp:<detector>]), judged line by line as output is, the
+//     strings one line (or more) each.
 //
 // What this covers is one event: pieces of a value spread over several
 // events are each too short to be a match (docs/audit.md).
@@ -38,9 +39,13 @@ type SpanFinder interface {
 	Pieces(texts []string) [][]dlp.Match
 }
 
-// detectors are every DLP detector, bound once: the audit never holds a
-// secret, whatever a profile binds for its output.
-var detectors = sync.OnceValues(func() (dlp.Bindings, error) { return dlp.Bind([]string{"all"}) })
+// detectors are the built-in DLP detectors, each with the gitleaks rules
+// for its issuer (dlp.BuiltinNames), bound once: the audit holds none of
+// their secrets, whatever a profile binds for its output. Not "all": a
+// few gitleaks rules cost tens of milliseconds to compile the first time
+// a string holds their keyword (curl-auth-user, at any curl command), and
+// a one-shot exec would pay that on every call.
+var detectors = sync.OnceValues(func() (dlp.Bindings, error) { return dlp.Bind(dlp.BuiltinNames()) })
 
 // span is a part of one string to replace by marker.
 type span struct {
