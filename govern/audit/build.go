@@ -36,10 +36,13 @@ type Record struct {
 	// Run is what the executor attempted; nil when nothing was.
 	Run *Run
 	// Scrub takes every form of every credential value the gateway knows
-	// out of each free-text string recorded (a literal token typed into
+	// out of the free-text strings recorded (a literal token typed into
 	// the command would otherwise land in argv): the same redactor that
 	// cleans the call's output, so the record never holds a value to
-	// match against. nil: no credential is known.
+	// match against. A Scrub that is a SpanFinder (the gateway's is) has
+	// the strings of one event judged as a whole, so a value cut into
+	// pieces recorded apart is redacted too (redact.go); any other
+	// scrubs each string alone. nil: no credential is known.
 	Scrub Scrubber
 }
 
@@ -193,6 +196,15 @@ func (b Builder) Build(r Record) (*Event, error) {
 		return nil, err
 	}
 	redactStrings(r.Scrub, ev.texts())
+	if x := ev.Data.Execution; x != nil {
+		// Two hosts that differ only by a secret are one host now.
+		seen := map[string]bool{}
+		x.Egress.DeniedHosts = slices.DeleteFunc(x.Egress.DeniedHosts, func(h string) bool {
+			dup := seen[h]
+			seen[h] = true
+			return dup
+		})
+	}
 	ev.bound()
 	if err := ev.Validate(); err != nil {
 		return nil, err

@@ -91,6 +91,11 @@ func TestEventStringsRedacted(t *testing.T) {
 			r.Run.MaskReplaced = []string{pieces[1], pieces[2]}
 			return r
 		}, []string{"[REDACTED:credential:github_token]"}},
+		{"hosts that differ only by a secret", func() Record {
+			r := completedRecord()
+			r.Run.DeniedHosts = []string{injected + ".evil.example:443", dlpAWS + ".evil.example:443", "AKIAQ7LMNPRS2TUVWX3Z.evil.example:443"}
+			return r
+		}, []string{`"denied_hosts":["[REDACTED:credential:github_token].evil.example:443","[REDACTED:dlp:aws_access_key_id].evil.example:443"]`}},
 		{"a detected token in a flag's detail and a cwd", func() Record {
 			r := completedRecord()
 			r.Call.Cwd = "/workspace/" + dlpAWS
