@@ -18,8 +18,10 @@ import (
 // something was attempted, run). Some of it is sensitive — the command's
 // stdin, the agent's env values, pinned script bodies, the output, the
 // credential values — and Build keeps none of it: it records hashes, sizes,
-// names and paths, and scrubs the credential values out of the free text
-// it does record with the caller's redactor (it never sees a value).
+// names and paths, and redacts the free text it does record: the
+// credential values with the caller's redactor (it never sees a value),
+// the strings of one event judged as one text, and every DLP detector's
+// finds (redact.go).
 type Record struct {
 	Call      govern.Call
 	Decision  govern.Decision
@@ -34,10 +36,13 @@ type Record struct {
 	// Run is what the executor attempted; nil when nothing was.
 	Run *Run
 	// Scrub takes every form of every credential value the gateway knows
-	// out of each free-text string recorded (a literal token typed into
+	// out of the free-text strings recorded (a literal token typed into
 	// the command would otherwise land in argv): the same redactor that
 	// cleans the call's output, so the record never holds a value to
-	// match against. nil: no credential is known.
+	// match against. A Scrub that is a SpanFinder (the gateway's is) has
+	// the strings of one event judged as a whole, so a value cut into
+	// pieces recorded apart is redacted too (redact.go); any other
+	// scrubs each string alone. nil: no credential is known.
 	Scrub Scrubber
 }
 
@@ -127,8 +132,9 @@ func NewID(r io.Reader) (string, error) {
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:], nil
 }
 
-// Build returns the validated event for r.
-func (b Builder) Build(r Record) (*Event, error) {
+// build returns the event for r as the call has it: not redacted, not
+// bounded, not validated.
+func (b Builder) build(r Record) (*Event, error) {
 	src, now, rnd := b.Source, b.Now, b.Rand
 	if src == "" {
 		src = DefaultSource()
@@ -143,7 +149,6 @@ func (b Builder) Build(r Record) (*Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := scrubber{r.Scrub}
 	ev := &Event{
 		SpecVersion:     SpecVersion,
 		ID:              id,
@@ -163,7 +168,7 @@ func (b Builder) Build(r Record) (*Event, error) {
 				Reason:    r.Decision.Reason,
 				Stage:     r.Decision.Stage,
 				Rule:      r.Decision.Rule,
-				Message:   s.scrub(r.Decision.Message),
+				Message:   r.Decision.Message,
 				WouldDeny: r.WouldDeny,
 			},
 			BlockedBy:     BlockedBy(r.Decision),
@@ -171,14 +176,34 @@ func (b Builder) Build(r Record) (*Event, error) {
 		},
 	}
 	if r.Err != nil {
-		ev.Data.Decision.Error = s.scrub(r.Err.Error())
+		ev.Data.Decision.Error = r.Err.Error()
 	}
 	if r.Analysis != nil {
-		ev.Data.Command = commandOf(r.Analysis, r.Call, s)
+		ev.Data.Command = commandOf(r.Analysis, r.Call)
 	}
 	if r.Run != nil {
 		ev.Type = TypeExecution
-		ev.Data.Execution = executionOf(r.Run, s)
+		ev.Data.Execution = executionOf(r.Run)
+	}
+	return ev, nil
+}
+
+// Build returns the validated event for r, every string it records
+// redacted (redactStrings) and bounded.
+func (b Builder) Build(r Record) (*Event, error) {
+	ev, err := b.build(r)
+	if err != nil {
+		return nil, err
+	}
+	redactStrings(r.Scrub, ev.texts())
+	if x := ev.Data.Execution; x != nil {
+		// Two hosts that differ only by a secret are one host now.
+		seen := map[string]bool{}
+		x.Egress.DeniedHosts = slices.DeleteFunc(x.Egress.DeniedHosts, func(h string) bool {
+			dup := seen[h]
+			seen[h] = true
+			return dup
+		})
 	}
 	ev.bound()
 	if err := ev.Validate(); err != nil {
@@ -203,11 +228,11 @@ func BlockedBy(d govern.Decision) string {
 	return d.Stage
 }
 
-func commandOf(a *shell.Analysis, c govern.Call, s scrubber) *Command {
+func commandOf(a *shell.Analysis, c govern.Call) *Command {
 	cmd := &Command{
 		SHA256:                a.SHA256,
 		Dialect:               string(a.Dialect),
-		Cwd:                   s.scrub(c.Cwd),
+		Cwd:                   c.Cwd,
 		Resolved:              make([]Resolved, 0, len(a.Commands)),
 		Opaque:                a.Opaque(),
 		CredentialsReferenced: slices.Clone(a.Credentials),
@@ -220,31 +245,31 @@ func commandOf(a *shell.Analysis, c govern.Call, s scrubber) *Command {
 		r := Resolved{
 			Argv:     make([]string, len(sc.Argv)),
 			Kind:     sc.Kind,
-			Context:  s.scrub(sc.Context),
-			Wrappers: s.scrubAll(sc.Wrappers),
-			Opaque:   s.scrub(sc.Opaque),
+			Context:  sc.Context,
+			Wrappers: slices.Clone(sc.Wrappers),
+			Opaque:   sc.Opaque,
 		}
 		for i, w := range sc.Argv {
-			r.Argv[i] = s.scrub(w.Value)
+			r.Argv[i] = w.Value
 			if w.Dynamic {
 				r.Dynamic = append(r.Dynamic, i)
 			}
 		}
 		for _, rd := range sc.Redirects {
-			r.Redirects = append(r.Redirects, Redirect{Op: rd.Op, Path: s.scrub(rd.Path), Write: rd.Write, Dynamic: rd.Dynamic, Network: rd.Network})
+			r.Redirects = append(r.Redirects, Redirect{Op: rd.Op, Path: rd.Path, Write: rd.Write, Dynamic: rd.Dynamic, Network: rd.Network})
 		}
 		cmd.Resolved = append(cmd.Resolved, r)
 	}
 	for _, f := range a.Flags {
-		cmd.Flags = append(cmd.Flags, Flag{Kind: string(f.Kind), Detail: s.scrub(f.Detail)})
+		cmd.Flags = append(cmd.Flags, Flag{Kind: string(f.Kind), Detail: f.Detail})
 	}
 	for _, p := range a.Pins {
-		cmd.Scripts = append(cmd.Scripts, Script{Path: s.scrub(p.Path), SHA256: p.SHA256, Size: p.Size})
+		cmd.Scripts = append(cmd.Scripts, Script{Path: p.Path, SHA256: p.SHA256, Size: p.Size})
 	}
 	return cmd
 }
 
-func executionOf(r *Run, s scrubber) *Execution {
+func executionOf(r *Run) *Execution {
 	x := &Execution{
 		Status:              r.Status,
 		Reason:              r.Reason,
@@ -279,7 +304,7 @@ func executionOf(r *Run, s scrubber) *Execution {
 		x.OutputBytes = int64(len(r.Stdout.Redacted) + len(r.Stderr.Redacted))
 	}
 	for _, p := range r.Pins {
-		x.PinnedScripts = append(x.PinnedScripts, PinnedScript{Path: s.scrub(p.Path), SHA256: p.SHA256, Size: p.Size, PinMethod: r.PinMethod})
+		x.PinnedScripts = append(x.PinnedScripts, PinnedScript{Path: p.Path, SHA256: p.SHA256, Size: p.Size, PinMethod: r.PinMethod})
 	}
 	x.CredentialsInjected = append(x.CredentialsInjected, r.CredentialsInjected...)
 	slices.Sort(x.CredentialsInjected)
@@ -289,7 +314,7 @@ func executionOf(r *Run, s scrubber) *Execution {
 		if len(x.Egress.DeniedHosts) == MaxDeniedHosts {
 			break
 		}
-		if h = s.scrub(h); !seen[h] {
+		if !seen[h] {
 			seen[h] = true
 			x.Egress.DeniedHosts = append(x.Egress.DeniedHosts, h)
 		}
@@ -300,43 +325,10 @@ func executionOf(r *Run, s scrubber) *Execution {
 	for _, l := range Limits() {
 		x.LimitsEnforced[l] = r.Limits[l] // missing: {false, ""}
 	}
-	for _, p := range r.ProtectedCreated {
-		x.ProtectedCreated = append(x.ProtectedCreated, s.scrub(p))
-	}
-	for _, p := range r.ProtectedModified {
-		x.ProtectedModified = append(x.ProtectedModified, s.scrub(p))
-	}
-	for _, a := range r.ArgvRefused {
-		a.Program = s.scrub(a.Program)
-		x.ArgvRefused = append(x.ArgvRefused, a)
-	}
-	for _, m := range r.MaskReplaced {
-		x.MaskReplaced = append(x.MaskReplaced, s.scrub(m))
-	}
-	for _, w := range r.CredentialWritten {
-		w.Path = s.scrub(w.Path)
-		x.CredentialWritten = append(x.CredentialWritten, w)
-	}
+	x.ProtectedCreated = append(x.ProtectedCreated, r.ProtectedCreated...)
+	x.ProtectedModified = append(x.ProtectedModified, r.ProtectedModified...)
+	x.ArgvRefused = append(x.ArgvRefused, r.ArgvRefused...)
+	x.MaskReplaced = append(x.MaskReplaced, r.MaskReplaced...)
+	x.CredentialWritten = append(x.CredentialWritten, r.CredentialWritten...)
 	return x
-}
-
-// scrubber applies a Scrubber, nil or not.
-type scrubber struct{ s Scrubber }
-
-func (s scrubber) scrub(v string) string {
-	if s.s == nil || v == "" {
-		return v
-	}
-	return s.s.Scrub(v)
-}
-
-func (s scrubber) scrubAll(vs []string) []string {
-	if vs == nil {
-		return nil
-	}
-	out := make([]string, len(vs))
-	for i, v := range vs {
-		out[i] = s.scrub(v)
-	}
-	return out
 }

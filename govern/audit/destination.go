@@ -70,7 +70,6 @@ func (b Builder) DestinationDenials(exec *Event, denials []egress.DeniedDestinat
 	if rnd == nil {
 		rnd = rand.Reader
 	}
-	s := scrubber{scrub}
 	if len(denials) > MaxDeniedHosts {
 		denials = denials[:MaxDeniedHosts]
 	}
@@ -85,13 +84,16 @@ func (b Builder) DestinationDenials(exec *Event, denials []egress.DeniedDestinat
 			at = exec.Time
 		}
 		dest := &Destination{
-			Target:   s.scrub(d.Target),
+			Target:   d.Target,
 			Reason:   string(d.Reason),
 			Category: string(d.Category),
-			Detail:   s.scrub(d.Detail),
+			Detail:   d.Detail,
 			Method:   d.Method,
 			Count:    max(d.Count, 1),
 		}
+		// Redacted before the target is split, so the host is the
+		// redacted target's.
+		redactStrings(scrub, []*string{&dest.Target, &dest.Detail})
 		if h, p, err := net.SplitHostPort(dest.Target); err == nil && h != "" && h[0] != '"' {
 			if n, err := strconv.Atoi(p); err == nil {
 				dest.Host, dest.Port = h, n

@@ -159,6 +159,10 @@ func scrubOf(t *testing.T, secrets map[string]string) Scrubber {
 
 type redactorScrubber struct{ r *dlp.Redactor }
 
+func (s redactorScrubber) Matches(b []byte) []dlp.Match { return s.r.Matches(b) }
+
+func (s redactorScrubber) Pieces(texts []string) [][]dlp.Match { return s.r.Pieces(texts) }
+
 func (s redactorScrubber) Scrub(v string) string {
 	out, _ := s.r.Redact([]byte(v))
 	return string(out)

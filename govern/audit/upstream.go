@@ -219,16 +219,20 @@ func (b Builder) BuildUpstream(r Record, u *UpstreamCall, d *ToolDefinition) (*E
 		// it carries no command or execution card.
 		return nil, fmt.Errorf("%w: an upstream event carries no command analysis and no run", ErrInvalidEvent)
 	}
-	ev, err := b.Build(r)
+	ev, err := b.build(r)
 	if err != nil {
 		return nil, err
 	}
+	// The cards are copied: redaction writes the event, never the caller's.
 	switch {
 	case u != nil:
-		ev.Type, ev.Data.Upstream = TypeUpstreamCall, u
+		c := *u
+		ev.Type, ev.Data.Upstream = TypeUpstreamCall, &c
 	case d != nil:
-		ev.Type, ev.Data.ToolDefinition = TypeToolDefinition, d
+		c := *d
+		ev.Type, ev.Data.ToolDefinition = TypeToolDefinition, &c
 	}
+	redactStrings(r.Scrub, ev.texts())
 	ev.bound()
 	if err := ev.Validate(); err != nil {
 		return nil, err

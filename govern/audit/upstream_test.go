@@ -144,7 +144,7 @@ func TestValidateUpstream(t *testing.T) {
 		want  string
 	}{
 		{"upstream type without its card", call(func(ev *Event) { ev.Data.Upstream = nil }), "upstream card"},
-		{"upstream type with an execution card", call(func(ev *Event) { ev.Data.Execution = executionOf(completedRecord().Run, scrubber{}) }), "no execution card"},
+		{"upstream type with an execution card", call(func(ev *Event) { ev.Data.Execution = executionOf(completedRecord().Run) }), "no execution card"},
 		{"an upstream card on a decision", call(func(ev *Event) { ev.Type = TypeDecision }), "carries data.upstream"},
 		{"a definition on an upstream call", call(func(ev *Event) { ev.Data.ToolDefinition = changedDefinition() }), "carries data.tool_definition"},
 		{"no server", call(func(ev *Event) { u(ev).Server = "" }), "server and method are required"},
@@ -162,7 +162,7 @@ func TestValidateUpstream(t *testing.T) {
 		{"an unknown action", call(func(ev *Event) { u(ev).Injection, u(ev).InjectionAction = []string{"x"}, "warn" }), "injection_action"},
 		{"a definition on a decision", def(func(ev *Event) { ev.Type = TypeDecision }), "carries data.tool_definition"},
 		{"definition type without its card", def(func(ev *Event) { ev.Data.ToolDefinition = nil }), "without a tool definition"},
-		{"a definition with an execution card", def(func(ev *Event) { ev.Data.Execution = executionOf(completedRecord().Run, scrubber{}) }), "execution card"},
+		{"a definition with an execution card", def(func(ev *Event) { ev.Data.Execution = executionOf(completedRecord().Run) }), "execution card"},
 		{"no tool", def(func(ev *Event) { d(ev).Tool = "" }), "server and tool are required"},
 		{"a bad hash", def(func(ev *Event) { d(ev).SHA256 = "" }), "hex SHA-256"},
 		{"a bad previous hash", def(func(ev *Event) { d(ev).Previous = "old" }), "hex SHA-256"},

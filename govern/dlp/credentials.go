@@ -21,6 +21,14 @@ type Secret = secretscan.Secret
 // its own Stream.
 type Redactor struct {
 	m *secretscan.Matcher
+	// values are the secrets as Pieces looks for them.
+	values []pieceIndex
+}
+
+// pieceIndex is one value and where each byte occurs in it.
+type pieceIndex struct {
+	id, v string
+	at    [256][]int
 }
 
 // NewRedactor builds a redactor over every form of every secret. A value
@@ -32,7 +40,15 @@ func NewRedactor(secrets []Secret) (*Redactor, error) {
 			return nil, fmt.Errorf("credential %s: value is %d bytes; values shorter than %d bytes cannot be redacted reliably", s.ID, len(s.Value), MinSecretBytes)
 		}
 	}
-	return &Redactor{m: secretscan.NewMatcher(secrets)}, nil
+	r := &Redactor{m: secretscan.NewMatcher(secrets), values: make([]pieceIndex, len(secrets))}
+	for i, s := range secrets {
+		x := &r.values[i]
+		x.id, x.v = s.ID, s.Value
+		for j := 0; j < len(s.Value); j++ {
+			x.at[s.Value[j]] = append(x.at[s.Value[j]], j)
+		}
+	}
+	return r, nil
 }
 
 // Variants returns the exact forms of a value (secretscan.Variants).
@@ -96,9 +112,122 @@ func (s *Stream) put(verbatim []byte, secret int) {
 	if secret >= 0 {
 		id := s.r.m.ID(secret)
 		s.counts[id]++
-		verbatim = []byte("[REDACTED:credential:" + id + "]")
+		verbatim = []byte(CredentialMarker(id))
 	}
 	if s.err == nil && len(verbatim) > 0 {
 		_, s.err = s.w.Write(verbatim)
 	}
 }
+
+// CredentialMarker is what replaces a value of credential id:
+// [REDACTED:credential:<id>].
+func CredentialMarker(id string) string { return "[REDACTED:credential:" + id + "]" }
+
+// Match is one redacted span of a text: where it is, and whose value it
+// holds. It never carries the matched bytes.
+type Match struct {
+	Start, End int
+	ID         string
+}
+
+// Matches returns the spans Redact replaces in b, in order, found in one
+// scan of the whole of b: what a caller needs that redacts the pieces of a
+// text it joined itself (the audit scrubs the strings one event records
+// as one text, so that a value cut into pieces is still found).
+func (r *Redactor) Matches(b []byte) []Match {
+	spans, _ := r.m.Scan(b, 0, true, nil)
+	if len(spans) == 0 {
+		return nil
+	}
+	out := make([]Match, len(spans))
+	for i, s := range spans {
+		out[i] = Match{Start: s.Start, End: s.End, ID: r.m.ID(s.Secret)}
+	}
+	return out
+}
+
+// Piece bounds of Pieces: a piece is at least MinPieceBytes of a value
+// as it is (raw, case kept), and the pieces found in a set of texts are
+// redacted only when together they hold at least MinPiecesBytes of the
+// value, or all of a shorter one.
+const (
+	MinPieceBytes  = 4
+	MinPiecesBytes = 16
+)
+
+// Pieces finds a value cut into pieces that are recorded apart: texts
+// are the strings of one record (an audit event's argv words, paths and
+// names), in any order, with anything between the pieces. For each value,
+// every run of at least MinPieceBytes bytes of a text that is also a run
+// of the value (raw), and stands in the text between two bytes that are
+// not letters or digits (or its ends), is a piece; when the pieces of all the texts cover
+// at least MinPiecesBytes of the value (all of it if shorter), every one
+// of them is returned, per text, to be redacted. A value held whole in
+// one text is a piece like any other. What the matcher finds in other
+// forms is Matches' (over the texts joined).
+func (r *Redactor) Pieces(texts []string) [][]Match {
+	var out [][]Match
+	if len(r.values) == 0 {
+		return nil
+	}
+	// A piece starts a word: where a byte follows one that is not a
+	// letter or a digit, or at the text's start.
+	starts := make([][]int, len(texts))
+	for ti, t := range texts {
+		for i := 0; i+MinPieceBytes <= len(t); i++ {
+			if i == 0 || !alnum(t[i-1]) {
+				starts[ti] = append(starts[ti], i)
+			}
+		}
+	}
+	for si := range r.values {
+		x := &r.values[si]
+		v, first := x.v, &x.at
+		var covered []bool
+		type hit struct{ text, start, end int }
+		var hits []hit
+		for ti, t := range texts {
+			for _, i := range starts[ti] {
+				for _, j := range first[t[i]] {
+					if i > 0 && j > 0 && t[i-1] == v[j-1] {
+						continue // not where a common run starts
+					}
+					k := 1
+					for i+k < len(t) && j+k < len(v) && t[i+k] == v[j+k] {
+						k++
+					}
+					// A piece is a whole word of its text: what stands
+					// next to it there is not a letter or a digit.
+					if k < MinPieceBytes || i+k < len(t) && alnum(t[i+k]) {
+						continue
+					}
+					if covered == nil {
+						covered = make([]bool, len(v))
+					}
+					for c := j; c < j+k; c++ {
+						covered[c] = true
+					}
+					hits = append(hits, hit{ti, i, i + k})
+				}
+			}
+		}
+		n := 0
+		for _, c := range covered {
+			if c {
+				n++
+			}
+		}
+		if n == 0 || n < min(MinPiecesBytes, len(v)) {
+			continue
+		}
+		if out == nil {
+			out = make([][]Match, len(texts))
+		}
+		for _, h := range hits {
+			out[h.text] = append(out[h.text], Match{Start: h.start, End: h.end, ID: x.id})
+		}
+	}
+	return out
+}
+
+func alnum(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }

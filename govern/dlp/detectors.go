@@ -281,6 +281,11 @@ func unknown(name string) error {
 		name, strings.Join(builtinNames(), ", "))
 }
 
+// BuiltinNames lists the built-in detectors' names (the table of
+// docs/dlp.md): bound, each also selects the gitleaks rules for its
+// issuer.
+func BuiltinNames() []string { return builtinNames() }
+
 func builtinNames() []string {
 	var out []string
 	for _, d := range builtins() {
@@ -397,3 +402,7 @@ func (b Bindings) Redact(text string) (string, []Hit) {
 }
 
 func marker(detector string) string { return "[REDACTED:dlp:" + detector + "]" }
+
+// Marker is what replaces a hit of the named detector:
+// [REDACTED:dlp:<detector>].
+func Marker(detector string) string { return marker(detector) }

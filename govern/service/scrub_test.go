@@ -98,3 +98,54 @@ profiles:
 	assert.Assert(t, !strings.Contains(strings.ToLower(string(b)), value), "a credential value reached the audit file:\n%s", b)
 	assert.Assert(t, strings.Contains(string(b), "[REDACTED:credential:deploy_key]"), string(b))
 }
+
+// Every event's strings are redacted of every DLP detector's finds,
+// whatever the profile binds, and of the credential values the gateway
+// holds judged over the whole event: a value typed in pieces, each too
+// short to be a match, is redacted piece by piece.
+func TestEventStringsRedactedAsAWhole(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	assert.NilError(t, os.Mkdir(ws, 0o755))
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, "policy.yaml"), []byte("default_agent:\n  profile: dev\nprofiles:\n  dev:\n    sandbox_required: false\n    rules: []\n"), 0o644))
+	runAs := ""
+	if os.Geteuid() == 0 {
+		runAs = "  run_as: nobody\n"
+	}
+	audit := filepath.Join(dir, "state", "audit.jsonl")
+	yaml := "exec:\n  enabled: true\n  shell: /bin/bash\n  default_cwd: " + ws + "\n" + runAs + "  sandbox:\n    backend: none\n" +
+		"credentials:\n  deploy_key:\n    env: SCRUB_TEST_KEY\npolicy: policy.yaml\naudit:\n  path: " + audit + "\n"
+	cfgPath := filepath.Join(dir, "mitrity-gateway.yaml")
+	assert.NilError(t, os.WriteFile(cfgPath, []byte(yaml), 0o644))
+	const value = "Zq8vK2mPx7Rt4LwN9bYc3HdJ6fGs1AeU"
+	t.Setenv("SCRUB_TEST_KEY", value)
+	cfg, err := config.Loader{}.Load(cfgPath)
+	assert.NilError(t, err)
+	svc, err := Open(cfg, zerolog.Nop())
+	assert.NilError(t, err)
+	defer svc.Close()
+	const ghp, aws = "ghp_Lm4nOp5QrSt6UvWx7YzAb8CdEf9GhIj0KlMn", "AKIAQ7LMNPRS2TUVWX3Y"
+	pieces := []string{value[:11], value[11:22], value[22:]}
+	tests := []struct {
+		name, cmd string
+		secrets   []string // none may reach the audit file
+		marker    string
+	}{
+		{"a detected token no profile binds", `true "Authorization: token ` + ghp + `"`, []string{ghp, ghp[4:]}, "[REDACTED:dlp:github_token]"},
+		{"an AWS key id in a redirect path", `true > ./` + aws + `.log`, []string{aws}, "[REDACTED:dlp:aws_access_key_id]"},
+		{"a held value typed in pieces", "echo " + strings.Join(pieces, " "), pieces, "[REDACTED:credential:deploy_key]"},
+		{"a held value typed in pieces over commands", "echo " + pieces[0] + "; echo " + pieces[1] + "; echo " + pieces[2], pieces, "[REDACTED:credential:deploy_key]"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.NilError(t, os.Remove(audit))
+			svc.Call(context.Background(), govern.Call{Agent: "a", Surface: "cli", Command: tc.cmd})
+			b, err := os.ReadFile(audit)
+			assert.NilError(t, err)
+			for _, s := range tc.secrets {
+				assert.Check(t, !strings.Contains(string(b), s), "%q reached the audit file:\n%s", s, b)
+			}
+			assert.Check(t, strings.Contains(string(b), tc.marker), string(b))
+		})
+	}
+}

@@ -659,10 +659,15 @@ func (s bound) finish(ctx context.Context, pr *prepared, mode govern.SandboxMode
 	if r.TimedOut() {
 		stderr += fmt.Sprintf("\n[timed out after %ds: the command was sent SIGTERM, then SIGKILL]\n", ceiling)
 	}
-	var created []string
-	for _, p := range r.ProtectedCreated {
-		created = append(created, redact(p))
+	// A list of names is scrubbed as one text: a value cut into file
+	// names of a few symbols each is still a value (audit.ScrubJoined).
+	redactList := func(vs []string) []string {
+		if red == nil || len(vs) == 0 {
+			return vs
+		}
+		return audit.ScrubJoined(red, vs)
 	}
+	created := redactList(r.ProtectedCreated)
 	if len(created) > 0 {
 		stderr += fmt.Sprintf("\n[protected paths created, reported to the operator: %s]\n", strings.Join(created, ", "))
 	}
@@ -675,7 +680,11 @@ func (s bound) finish(ctx context.Context, pr *prepared, mode govern.SandboxMode
 	if len(r.CredentialWritten) > 0 {
 		var paths []string
 		for _, w := range r.CredentialWritten {
-			paths = append(paths, redact(w.Path)+" ("+w.Credential+")")
+			paths = append(paths, w.Path)
+		}
+		paths = redactList(paths)
+		for i, w := range r.CredentialWritten {
+			paths[i] += " (" + w.Credential + ")"
 		}
 		stderr += fmt.Sprintf("\n[the run left an injected credential in the workspace, reported to the operator: %s]\n", strings.Join(paths, ", "))
 	}
