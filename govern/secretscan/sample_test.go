@@ -92,9 +92,13 @@ func (m *Matcher) refScan(buf []byte, from int, final bool) ([]Span, int) {
 	}
 	end := sc.route(buf, from, final)
 	sc.end = end
+	if m.fold != nil {
+		sc.routeEscapes(buf, final)
+	}
 	if m.exact != nil {
 		sc.exactMatches(m.exact, buf, from, final)
 	}
+	sc.binaryMatches(m, buf, from, final)
 	sc.refTextMatches(m, m.fold, buf, final, 0)
 	if m.fold != nil {
 		for li := range sc.lanes {
