@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
 	"regexp"
@@ -336,4 +337,72 @@ func rot13(s string) string {
 		}
 	}
 	return string(b)
+}
+
+// dbPass is the review's punctuated credential: the encoders below each
+// leave a different set of its punctuation literal.
+const dbPass = "Xk9#mP2$vL7&nQ4+wR8/tY3=zB6!cF1@"
+
+// TestRedactionPercentEncoders: a punctuated credential, mapped as
+// $DB_PASS, printed by python3's urllib.parse.quote (which keeps '/') and
+// jq's @uri (which keeps !*'()), and as HTML by html.escape, comes back in
+// no form, and the audit file does not hold it. Before the decoded lane,
+// quote's and @uri's output came back whole with no redaction.
+func TestRedactionPercentEncoders(t *testing.T) {
+	cases := []struct{ name, cmd string }{
+		{"python3 quote", `python3 -c 'import os,urllib.parse as u;print(u.quote(os.environ["DB_PASS"]))'`},
+		{"python3 html.escape", `python3 -c 'import os,html;print(html.escape(os.environ["DB_PASS"]))'`},
+		{"jq @uri", `printf %s "$DB_PASS" | jq -sRr @uri`},
+		{"jq @html", `printf %s "$DB_PASS" | jq -sRr @html`},
+	}
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed")
+	}
+	if _, err := exec.LookPath("jq"); err != nil {
+		cases = cases[:2]
+		t.Log("jq is not installed: its cases are skipped")
+	}
+	decoded := func(s string) string {
+		s = strings.NewReplacer("&amp;", "&", "&lt;", "<", "&gt;", ">", "&quot;", `"`, "&#39;", "'", "&#x27;", "'").Replace(s)
+		if u, err := url.PathUnescape(s); err == nil {
+			return u
+		}
+		return s
+	}
+	forGatewayIdentities(t, func(t *testing.T, asUser bool) {
+		w := newWorldBackend(t, asUser, strings.Replace(redactionPolicy, "credentials: [github_token]", "credentials: [github_token, db_pass]", 1), "auto")
+		cfg := strings.Replace(redactionConfig(w, asUser), "      GITHUB_TOKEN: \"${credential:github_token}\"\n",
+			"      GITHUB_TOKEN: \"${credential:github_token}\"\n      DB_PASS: \"${credential:db_pass}\"\n", 1)
+		cfg = strings.Replace(cfg, "credentials:\n  github_token:\n", "credentials:\n  db_pass:\n    env: E2E_DB_PASS\n  github_token:\n", 1)
+		must(t, os.WriteFile(w.cfg, []byte(cfg), 0o644))
+		for _, c := range cases {
+			r := w.execWithHostEnv(t, []string{"E2E_DB_PASS=" + dbPass}, "--agent", "ci", "--json", "--", c.cmd)
+			var res struct {
+				Content []struct{ Text string }
+				Struct  map[string]any `json:"structuredContent"`
+			}
+			if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || len(res.Content) == 0 {
+				t.Errorf("%s: exec --json: %v: %+v", c.name, err, r)
+				continue
+			}
+			text := res.Content[0].Text
+			if res.Struct["exit_code"] != float64(0) {
+				t.Errorf("%s: %v %q", c.name, res.Struct, text)
+				continue
+			}
+			stdout, _ := res.Struct["stdout"].(string)
+			if !strings.Contains(text, "[REDACTED:credential:db_pass]") || strings.Contains(decoded(text), dbPass) ||
+				strings.Contains(foldAlnum(decoded(stdout)), "xk9mp2vl7n") || strings.Contains(foldAlnum(decoded(stdout)), "zb6cf1") {
+				t.Errorf("%s: the value came back: %q", c.name, text)
+			}
+			if strings.TrimSpace(stdout) != "[REDACTED:credential:db_pass]" {
+				t.Errorf("%s: the agent got %q, want the marker alone", c.name, stdout)
+			}
+		}
+		b, err := os.ReadFile(w.audit)
+		must(t, err)
+		if a := string(b); strings.Contains(a, dbPass) || strings.Contains(decoded(a), dbPass) || strings.Contains(foldAlnum(decoded(a)), "xk9mp2vl7n") {
+			t.Error("the value reached the audit file")
+		}
+	})
 }

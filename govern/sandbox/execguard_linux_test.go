@@ -223,3 +223,33 @@ func TestExecGuardReadArgv(t *testing.T) {
 	assert.Check(t, is.DeepEqual(got, []string{"/bin/true", "x"}))
 	assert.Check(t, len(m.chunks) <= keepChunks && cap(m.argv) <= 1024)
 }
+
+// The guard shares the output's matcher: a punctuated value in any
+// percent-encoding (Python's quote keeps '/', which neither of Go's
+// escapers does) and the decoded bytes of a base64 key, in hex, are
+// refused on a command line as well.
+func TestExecGuardEscapedAndDecoded(t *testing.T) {
+	requireSandbox(t)
+	t.Parallel()
+	const pass = "Xk9#mP2$vL7&nQ4+wR8/tY3=zB6!cF1@"
+	const key = "q0J3cWx8R1bJ0m0Bf2Yx4mZ0n6ZQw3k8a7V0T1lJ2b5Z9c6d3e4f5g6h7i8j9k0L" // 48 bytes, base64
+	s := shellSpec(workspace(t), `
+python3 -c 'import os, subprocess, urllib.parse as u
+try:
+    subprocess.run(["/bin/true", "x", u.quote(os.environ["P"])]); print("py-ran")
+except PermissionError as e:
+    print("py-refused", e.errno)'
+/bin/true "$(printf %s "$K" | base64 -d | od -An -tx1 | tr -d ' \n')"; echo "rc-hex=$?"`)
+	s.Env = append(s.Env, "P="+pass, "K="+key)
+	s.Credentials = []secretscan.Secret{{ID: "db", Value: pass}, {ID: "key", Value: key}}
+	r := runIn(t, context.Background(), s)
+	assert.Check(t, is.Equal(r.Status, govern.StatusCompleted), r.Message)
+	for _, want := range []string{"py-refused 1", "rc-hex=126"} {
+		assert.Check(t, is.Contains(r.stdout, want), r.stdout+r.stderr)
+	}
+	got := map[string]bool{}
+	for _, a := range r.ArgvRefused {
+		got[a.Credential] = true
+	}
+	assert.Check(t, is.DeepEqual(got, map[string]bool{"db": true, "key": true}), "%+v", r.ArgvRefused)
+}

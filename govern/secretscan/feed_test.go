@@ -213,6 +213,10 @@ func FuzzFeed(f *testing.F) {
 	f.Add([]byte("00000000: 6768 705f  ghp_\nH4sI\n"), uint64(2), uint8(44), uint16(5))
 	f.Add([]byte("=== RUN   TestX\n--- PASS: TestX (0.00s)\n"), uint64(3), uint8(60), uint16(17))
 	f.Add([]byte{}, uint64(4), uint8(30), uint16(0))
+	// Escapes around and in the text: percent-encoded bytes of the
+	// secret's own choosing, HTML references, a cut-off escape.
+	f.Add([]byte("GET /a?q=%41%2 HTTP/1.1 &amp; 100% done &#x4\n"), uint64(5), uint8(60), uint16(9))
+	f.Add([]byte("<p title=\"&quot;&#35;\">%7e&lt;</p>\n"), uint64(6), uint8(61), uint16(3))
 	f.Fuzz(checkFeed)
 }
 

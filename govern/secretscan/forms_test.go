@@ -405,6 +405,41 @@ func unescapeX(s string) []string {
 	return as(string(out))
 }
 
+// escapeSome writes every third byte of v in format a or b, by turns,
+// and the rest literally.
+func escapeSome(v, a, b string) string {
+	var sb strings.Builder
+	for i := 0; i < len(v); i++ {
+		switch i % 6 {
+		case 1:
+			fmt.Fprintf(&sb, a, v[i])
+		case 4:
+			fmt.Fprintf(&sb, b, v[i])
+		default:
+			sb.WriteByte(v[i])
+		}
+	}
+	return sb.String()
+}
+
+var mixedEscapes = regexp.MustCompile(`%[0-9a-fA-F]{2}|&#[0-9]+;|&#[xX][0-9a-fA-F]+;`)
+
+// unescapeMixed decodes percent escapes and numeric HTML references.
+func unescapeMixed(s string) []string {
+	return as(mixedEscapes.ReplaceAllStringFunc(s, func(m string) string {
+		var v uint64
+		switch {
+		case m[0] == '%':
+			v, _ = strconv.ParseUint(m[1:], 16, 8)
+		case m[2] == 'x' || m[2] == 'X':
+			v, _ = strconv.ParseUint(m[3:len(m)-1], 16, 8)
+		default:
+			v, _ = strconv.ParseUint(m[2:len(m)-1], 10, 8)
+		}
+		return string([]byte{byte(v)})
+	}))
+}
+
 func unb64twice(s string) []string {
 	var out []string
 	for _, b := range b64Bytes(s) {
@@ -497,6 +532,11 @@ func formCases() []formCase {
 				return b32Bytes(s, base32.HexEncoding, regexp.MustCompile(`[^0-9A-Va-v]`))
 			}},
 		{name: "url query", out: func(v string) string { return "https://x/?t=" + url.QueryEscape(v) }, recover: as},
+		// Encoders that leave a set of bytes of their own choosing literal:
+		// here every third byte escaped, in mixed hex case, or as HTML
+		// references.
+		{name: "percent some bytes", out: func(v string) string { return "https://x/?t=" + escapeSome(v, "%%%02x", "%%%02X") + "&x=1" }, recover: unescapeMixed},
+		{name: "html references", out: func(v string) string { return "<a title=\"" + escapeSome(v, "&#%d;", "&#x%x;") + "\">" }, recover: unescapeMixed},
 		{name: "json", out: func(v string) string { b, _ := json.Marshal(map[string]string{"token": v}); return string(b) }, recover: as},
 		{name: "shell %q", out: func(v string) string { return backslashEscape(v) }, recover: as},
 		{name: "gzip|base64", out: func(v string) string { return wrap(base64.StdEncoding.EncodeToString(gz([]byte(v+"\n"))), 76) }, recover: inflate},

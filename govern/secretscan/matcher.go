@@ -2,6 +2,10 @@ package secretscan
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"strings"
 	"sync"
 )
 
@@ -11,7 +15,12 @@ type Matcher struct {
 	ids   []string
 	fold  *index // the forms the normalised views match
 	exact *index // exact forms of values too short for the views
-	pool  sync.Pool
+	// binary is the decoded bytes of values that are base64 or hex, when
+	// they are binary (hold a byte >= 0x80): matched byte for byte, only
+	// in text that holds such a byte. binaryMax is the longest.
+	binary    *index
+	binaryMax int
+	pool      sync.Pool
 }
 
 // NewMatcher builds a matcher over every form of every secret; values
@@ -20,7 +29,7 @@ type Matcher struct {
 func NewMatcher(secrets []Secret) *Matcher {
 	m := &Matcher{}
 	seen := map[string]bool{}
-	var folded, exact []indexForm
+	var folded, exact, binary []indexForm
 	for _, s := range secrets {
 		if len(s.Value) < MinSecretBytes {
 			continue
@@ -36,6 +45,30 @@ func NewMatcher(secrets []Secret) *Matcher {
 			}
 			seen[string(f.sym)] = true
 			folded = append(folded, indexForm{secret: id, laneForm: f, runs: runs})
+		}
+		if d, ok := decodedValue(s.Value); ok {
+			// Key material printed in base64 or hex: its bytes are the
+			// secret, and every form of them is one of the value's.
+			druns := eligible(d)
+			if !mostlyText(d) {
+				druns = make([]int16, len(d)) // random bytes: all one run
+			}
+			for _, f := range laneForms(d) {
+				if len(f.sym) < minLane || seen[string(f.sym)] {
+					continue
+				}
+				seen[string(f.sym)] = true
+				folded = append(folded, indexForm{secret: id, laneForm: f, runs: druns})
+			}
+			if raw := laneForms(d)[0]; len(raw.sym) < minLane && !seen["\x00"+string(d)] {
+				// Printed raw (base64 -d): too few symbols for the views.
+				seen["\x00"+string(d)] = true
+				if hasHigh(d) {
+					binary = append(binary, indexForm{secret: id, laneForm: laneForm{sym: d}})
+				} else {
+					exact = append(exact, indexForm{secret: id, laneForm: laneForm{sym: d}})
+				}
+			}
 		}
 		if len(forms[0].sym) >= minLane {
 			continue // the raw form is long enough for the views
@@ -57,12 +90,20 @@ func NewMatcher(secrets []Secret) *Matcher {
 		}
 		m.exact = newIndex(4, shortest, exact)
 	}
+	if len(binary) > 0 {
+		shortest := len(binary[0].sym)
+		for _, f := range binary {
+			shortest = min(shortest, len(f.sym))
+			m.binaryMax = max(m.binaryMax, len(f.sym))
+		}
+		m.binary = newIndex(4, shortest, binary)
+	}
 	m.pool.New = func() any { return new(scratch) }
 	return m
 }
 
 // Empty reports whether the matcher has nothing to find.
-func (m *Matcher) Empty() bool { return m == nil || m.fold == nil && m.exact == nil }
+func (m *Matcher) Empty() bool { return m == nil || m.fold == nil && m.exact == nil && m.binary == nil }
 
 // ID returns the id of secret i, as given to NewMatcher.
 func (m *Matcher) ID(i int) string { return m.ids[i] }
@@ -157,3 +198,60 @@ var class, fold = func() (c [256]uint8, f [256]byte) {
 	}
 	return c, f
 }()
+
+// minDecoded is the fewest bytes a value that is itself hex or base64
+// must decode to for its decoded bytes to be matched as well.
+const minDecoded = 16
+
+// decodedValue returns the bytes a value encodes when it is hex (even
+// length) or base64 in the standard or URL alphabet, padded or not, and
+// they are at least minDecoded.
+func decodedValue(v string) ([]byte, bool) {
+	v = strings.TrimSpace(v)
+	if len(v)%2 == 0 && len(v) >= 2*minDecoded {
+		if d, err := hex.DecodeString(v); err == nil {
+			return d, true
+		}
+	}
+	if len(v) < minDecoded*4/3 {
+		return nil, false
+	}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
+		if d, err := enc.Strict().DecodeString(v); err == nil && len(d) >= minDecoded {
+			return d, true
+		}
+	}
+	return nil, false
+}
+
+// mostlyText reports whether at least three quarters of b is printable.
+func mostlyText(b []byte) bool {
+	n := 0
+	for _, c := range b {
+		if printable(c) {
+			n++
+		}
+	}
+	return n*4 >= len(b)*3
+}
+
+// hasHigh reports whether b holds a byte >= 0x80, eight bytes at a time.
+func hasHigh(b []byte) bool {
+	for ; len(b) >= 32; b = b[32:] {
+		le := binary.LittleEndian
+		if (le.Uint64(b)|le.Uint64(b[8:])|le.Uint64(b[16:])|le.Uint64(b[24:]))&high != 0 {
+			return true
+		}
+	}
+	for ; len(b) >= 8; b = b[8:] {
+		if binary.LittleEndian.Uint64(b)&high != 0 {
+			return true
+		}
+	}
+	for _, c := range b {
+		if c >= 0x80 {
+			return true
+		}
+	}
+	return false
+}

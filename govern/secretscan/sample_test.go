@@ -92,9 +92,13 @@ func (m *Matcher) refScan(buf []byte, from int, final bool) ([]Span, int) {
 	}
 	end := sc.route(buf, from, final)
 	sc.end = end
+	if m.fold != nil {
+		sc.routeEscapes(buf, final)
+	}
 	if m.exact != nil {
 		sc.exactMatches(m.exact, buf, from, final)
 	}
+	sc.binaryMatches(m, buf, from, final)
 	sc.refTextMatches(m, m.fold, buf, final, 0)
 	if m.fold != nil {
 		for li := range sc.lanes {
@@ -354,6 +358,7 @@ func FuzzSamplingAsReference(f *testing.F) {
 	for range 8 {
 		f.Add(diffText(rng, []string{tok, tok2}), uint16(0), uint16(0xffff))
 	}
+	f.Add([]byte("u=https://x/?t="+escapeSome(tok, "%%%02x", "%%%02X")+"&y="+escapeSome(tok2, "&#%d;", "&#x%x;")+" %4"), uint16(20), uint16(0xffff))
 	m := NewMatcher([]Secret{{ID: "gh", Value: tok}, {ID: "slack", Value: tok2}})
 	f.Fuzz(func(t *testing.T, text []byte, from, end uint16) {
 		text = text[:min(len(text), int(end))]

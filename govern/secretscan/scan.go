@@ -48,6 +48,9 @@ const (
 	// laneWords is the data of dumps printed as little-endian words (od -x,
 	// od, hexdump, xxd -e, od -t x4), turned back into byte order.
 	laneWords
+	// laneDecoded is the text around percent and HTML escapes, decoded
+	// (see routeEscapes).
+	laneDecoded
 	nLanes
 )
 
@@ -121,9 +124,13 @@ func (sc *scratch) scan(m *Matcher, buf []byte, from int, final bool, depth int,
 	}
 	end := sc.route(buf, from, final)
 	sc.end = end
+	if m.fold != nil {
+		sc.routeEscapes(buf, final)
+	}
 	if m.exact != nil {
 		sc.exactMatches(m.exact, buf, from, final)
 	}
+	sc.binaryMatches(m, buf, from, final)
 	sc.textMatches(m, m.fold, buf, final, depth)
 	if m.fold != nil {
 		for li := range sc.lanes {
@@ -317,6 +324,16 @@ func (sc *scratch) region(ix *index, li int, buf []byte, p, q int, final bool) {
 	if lb-la < minLane || !whole && !ix.fragment(ta, tb) {
 		return
 	}
+	if li == laneDecoded {
+		e = escapeEnd(buf, int(pos[lb-1]))
+		s, e = widenDecoded(buf, s, e, f, fa == 0, fb == f.len())
+		if !final && e+maxRightExt > len(buf) {
+			sc.holdAt(s - maxLeftExt)
+			return
+		}
+		sc.spans = append(sc.spans, Span{s, e, int(f.secret)})
+		return
+	}
 	if li == laneWords {
 		for e < len(buf) && class[buf[e]]&clHex != 0 {
 			e++ // the rest of the word
@@ -411,6 +428,22 @@ func (sc *scratch) exactMatches(ix *index, buf []byte, from int, final bool) {
 		// A form that begins in the last stride+g-2 bytes may hold no
 		// sampled gram yet.
 		sc.holdAt(n - (ix.stride + ix.g - 2))
+	}
+}
+
+// binaryMatches finds the binary decoded values (see Matcher.binary)
+// byte for byte. Each holds a byte >= 0x80, so text without one holds
+// none of them: most output costs a word-wide test. Unless final, the end
+// that could still begin one is held back.
+func (sc *scratch) binaryMatches(m *Matcher, buf []byte, from int, final bool) {
+	if m.binary == nil {
+		return
+	}
+	if hasHigh(buf[from:]) {
+		sc.exactMatches(m.binary, buf, from, final)
+	}
+	if !final {
+		sc.holdAt(len(buf) - (m.binaryMax - 1))
 	}
 }
 
