@@ -69,22 +69,9 @@ profiles:
         action: deny
         message: no curl
 `), 0o644))
-	runAs := ""
-	if os.Geteuid() == 0 {
-		runAs = "  run_as: nobody\n"
-	}
-	audit := filepath.Join(dir, "state", "audit.jsonl")
-	yaml := "exec:\n  enabled: true\n  shell: /bin/bash\n  default_cwd: " + ws + "\n" + runAs + "  sandbox:\n    backend: none\n" +
-		"credentials:\n  deploy_key:\n    env: SCRUB_TEST_KEY\npolicy: policy.yaml\naudit:\n  path: " + audit + "\n"
-	cfgPath := filepath.Join(dir, "mitrity-gateway.yaml")
-	assert.NilError(t, os.WriteFile(cfgPath, []byte(yaml), 0o644))
 	const value = "dk_live_9f8e7d6c5b4a39281706f5e4d3c2b1a0"
 	t.Setenv("SCRUB_TEST_KEY", value)
-	cfg, err := config.Loader{}.Load(cfgPath)
-	assert.NilError(t, err)
-	svc, err := Open(cfg, zerolog.Nop())
-	assert.NilError(t, err)
-	defer svc.Close()
+	svc, audit := scrubService(t, dir, ws)
 	for _, cmd := range []string{
 		"curl https://x.example/" + value, // denied by a rule
 		"echo " + value,                   // allowed: decision and execution
@@ -108,22 +95,9 @@ func TestEventStringsRedactedAsAWhole(t *testing.T) {
 	ws := filepath.Join(dir, "ws")
 	assert.NilError(t, os.Mkdir(ws, 0o755))
 	assert.NilError(t, os.WriteFile(filepath.Join(dir, "policy.yaml"), []byte("default_agent:\n  profile: dev\nprofiles:\n  dev:\n    sandbox_required: false\n    rules: []\n"), 0o644))
-	runAs := ""
-	if os.Geteuid() == 0 {
-		runAs = "  run_as: nobody\n"
-	}
-	audit := filepath.Join(dir, "state", "audit.jsonl")
-	yaml := "exec:\n  enabled: true\n  shell: /bin/bash\n  default_cwd: " + ws + "\n" + runAs + "  sandbox:\n    backend: none\n" +
-		"credentials:\n  deploy_key:\n    env: SCRUB_TEST_KEY\npolicy: policy.yaml\naudit:\n  path: " + audit + "\n"
-	cfgPath := filepath.Join(dir, "mitrity-gateway.yaml")
-	assert.NilError(t, os.WriteFile(cfgPath, []byte(yaml), 0o644))
 	const value = "Zq8vK2mPx7Rt4LwN9bYc3HdJ6fGs1AeU"
 	t.Setenv("SCRUB_TEST_KEY", value)
-	cfg, err := config.Loader{}.Load(cfgPath)
-	assert.NilError(t, err)
-	svc, err := Open(cfg, zerolog.Nop())
-	assert.NilError(t, err)
-	defer svc.Close()
+	svc, audit := scrubService(t, dir, ws)
 	const ghp, aws = "ghp_Lm4nOp5QrSt6UvWx7YzAb8CdEf9GhIj0KlMn", "AKIAQ7LMNPRS2TUVWX3Y"
 	pieces := []string{value[:11], value[11:22], value[22:]}
 	tests := []struct {
@@ -148,4 +122,26 @@ func TestEventStringsRedactedAsAWhole(t *testing.T) {
 			assert.Check(t, strings.Contains(string(b), tc.marker), string(b))
 		})
 	}
+}
+
+// scrubService opens a service on dir's policy.yaml, with the credential
+// deploy_key from $SCRUB_TEST_KEY (set it first) and backend none, and
+// returns it with its audit file's path.
+func scrubService(t *testing.T, dir, ws string) (*Service, string) {
+	t.Helper()
+	runAs := ""
+	if os.Geteuid() == 0 {
+		runAs = "  run_as: nobody\n"
+	}
+	audit := filepath.Join(dir, "state", "audit.jsonl")
+	yaml := "exec:\n  enabled: true\n  shell: /bin/bash\n  default_cwd: " + ws + "\n" + runAs + "  sandbox:\n    backend: none\n" +
+		"credentials:\n  deploy_key:\n    env: SCRUB_TEST_KEY\npolicy: policy.yaml\naudit:\n  path: " + audit + "\n"
+	cfgPath := filepath.Join(dir, "mitrity-gateway.yaml")
+	assert.NilError(t, os.WriteFile(cfgPath, []byte(yaml), 0o644))
+	cfg, err := config.Loader{}.Load(cfgPath)
+	assert.NilError(t, err)
+	svc, err := Open(cfg, zerolog.Nop())
+	assert.NilError(t, err)
+	t.Cleanup(func() { svc.Close() })
+	return svc, audit
 }
