@@ -145,19 +145,7 @@ func TestReserveRefusesAnImmutableLog(t *testing.T) {
 // event, Reserve fails before the call is sent. It mounts a small tmpfs,
 // and skips where it cannot.
 func TestReserveRefusesAFullDisk(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a small tmpfs needs root")
-	}
-	t.Parallel()
-	dir := t.TempDir()
-	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=256k"); err != nil {
-		t.Skipf("cannot mount a tmpfs here: %v", err)
-	}
-	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
-	path := filepath.Join(dir, "audit.jsonl")
-	w, err := OpenWriter(path)
-	assert.NilError(t, err)
-	defer w.Close()
+	dir, w := tmpfsWriter(t, "256k")
 	assert.NilError(t, w.Write(mustBuild(t, testBuilder(), completedRecord())))
 	room, err := w.Reserve(eventRoom)
 	assert.NilError(t, err, "room while the disk has it")
@@ -189,19 +177,7 @@ func TestReserveRefusesAFullDisk(t *testing.T) {
 // written, an event written without a room (a decision) cannot take the
 // room held, and a released room serves the next call.
 func TestReserveEachCallItsOwnRoom(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a small tmpfs needs root")
-	}
-	t.Parallel()
-	dir := t.TempDir()
-	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=512k"); err != nil {
-		t.Skipf("cannot mount a tmpfs here: %v", err)
-	}
-	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
-	path := filepath.Join(dir, "audit.jsonl")
-	w, err := OpenWriter(path)
-	assert.NilError(t, err)
-	defer w.Close()
+	dir, w := tmpfsWriter(t, "512k")
 	assert.NilError(t, w.Write(mustBuild(t, testBuilder(), completedRecord())))
 	// The disk is filled to about one event's room past the log.
 	fill, err := os.Create(filepath.Join(dir, "fill"))
@@ -249,7 +225,7 @@ func TestReserveEachCallItsOwnRoom(t *testing.T) {
 	first.Release() // a second release is nothing
 	held, _ = w.Held()
 	assert.Equal(t, held, int64(0))
-	got, err := ReadAll(path, Filter{})
+	got, err := ReadAll(filepath.Join(dir, "audit.jsonl"), Filter{})
 	assert.NilError(t, err)
 	assert.Equal(t, got[len(got)-1].ID, ev.ID)
 }
@@ -307,4 +283,24 @@ func TestReserveAfterCopytruncate(t *testing.T) {
 	assert.Equal(t, allocated(), int64(0))
 	assert.NilError(t, reserve(t, w, eventRoom))
 	assert.Check(t, allocated() >= eventRoom, "the room is set aside again after the truncation")
+}
+
+// tmpfsWriter opens a Writer on a tmpfs of size mounted for the test
+// (root only; skipped where it cannot be mounted), and returns the
+// directory with it.
+func tmpfsWriter(t *testing.T, size string) (string, *Writer) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a small tmpfs needs root")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size="+size); err != nil {
+		t.Skipf("cannot mount a tmpfs here: %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
+	w, err := OpenWriter(filepath.Join(dir, "audit.jsonl"))
+	assert.NilError(t, err)
+	t.Cleanup(func() { w.Close() })
+	return dir, w
 }
