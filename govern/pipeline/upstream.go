@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/netip"
@@ -53,6 +54,54 @@ func argumentStrings(raw []byte) []string {
 	}
 	walk(v)
 	return out
+}
+
+// repeatedMember names a member that appears twice in one object of the
+// JSON value raw, at any depth, with the name decoded (escapes and all),
+// as every decoder compares names. Input that is not JSON has none: it is
+// judged as text.
+func repeatedMember(raw []byte) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	// One frame per open object (its names so far, and whether a name
+	// comes next) or array (names nil).
+	type frame struct {
+		names map[string]bool
+		name  bool
+	}
+	var stack []frame
+	// valueDone: the member's value is complete; the next token of its
+	// object is a name (or the end).
+	valueDone := func() {
+		if n := len(stack); n > 0 && stack[n-1].names != nil {
+			stack[n-1].name = true
+		}
+	}
+	for {
+		t, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		if n := len(stack); n > 0 && stack[n-1].name {
+			if k, ok := t.(string); ok {
+				if stack[n-1].names[k] {
+					return k, true
+				}
+				stack[n-1].names[k], stack[n-1].name = true, false
+				continue
+			}
+		}
+		switch t {
+		case json.Delim('{'):
+			stack = append(stack, frame{names: map[string]bool{}, name: true})
+			continue
+		case json.Delim('['):
+			stack = append(stack, frame{})
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
+		valueDone()
+	}
 }
 
 // judgedTexts are what the injection, threat-intel and DLP stages read of
