@@ -128,7 +128,9 @@ func exchange[T any](ctx context.Context, fw *forwarding, do func(context.Contex
 	}
 	cctx, cancel := context.WithTimeout(ctx, time.Duration(cfg.CallTimeoutSeconds)*time.Second)
 	defer cancel()
-	defer s.ups.calls.hold(ctx, server)()
+	// What the agent answers a request of the server's during the call
+	// goes to the server too: held to what the arguments are.
+	defer s.ups.calls.hold(ctx, server, answerRules{redact: redact, deny: fw.st.Profile.DLP.Arguments != policy.DLPArgumentsRedact})()
 	res, err := do(cctx, sess, args)
 	var rpcErr *jsonrpc.Error
 	switch {
