@@ -3,7 +3,9 @@ package pipeline
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"net/url"
 	"slices"
@@ -54,6 +56,23 @@ func argumentStrings(raw []byte) []string {
 	}
 	walk(v)
 	return out
+}
+
+// DecodeArguments decodes a tool call's JSON arguments to be walked and
+// encoded again (redacted, credentials substituted): numbers are kept as
+// written (json.Number), not rounded through a float64, so that what is
+// encoded again is what the agent sent but for what the walk changed.
+func DecodeArguments(raw []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("data after the arguments")
+	}
+	return v, nil
 }
 
 // repeatedMember names a member that appears twice in one object of the
@@ -226,8 +245,8 @@ func upstreamDLP(b dlp.Bindings, st *State) govern.Decision {
 	if st.Profile.DLP.Arguments != policy.DLPArgumentsRedact {
 		return dlpDeny(st)
 	}
-	var v any
-	if err := json.Unmarshal(st.Call.Arguments, &v); err != nil {
+	v, err := DecodeArguments(st.Call.Arguments)
+	if err != nil {
 		return dlpDeny(st)
 	}
 	n := 0

@@ -105,6 +105,18 @@ func TestUpstreamStages(t *testing.T) {
 				// audit hashes them); the redacted ones are forwarded.
 				assert.Check(t, strings.Contains(string(st.Call.Arguments), ghp))
 			}},
+		// The redacted arguments are the agent's with the secrets
+		// replaced, nothing else: an id past 2^53 (a snowflake, a
+		// database key) or a long fraction goes on as it was written, not
+		// rounded through a float64 to another object's id.
+		{name: "numbers kept exact in redacted arguments", call: mcpCall("redactor", "open", "post", `{"id":9007199254740993,"big":12345678901234567890123,"f":0.10000000000000000555,"text":"token `+ghp+`"}`),
+			outcome: govern.Allow, check: func(t *testing.T, st *State) {
+				got := string(st.RedactedArguments)
+				for _, n := range []string{`"id":9007199254740993`, `"big":12345678901234567890123`, `"f":0.10000000000000000555`} {
+					assert.Check(t, strings.Contains(got, n), "%s not in %s", n, got)
+				}
+				assert.Check(t, !strings.Contains(got, ghp), got)
+			}},
 		{name: "a granted credential referenced", call: mcpCall("ci", "open", "post", `{"auth":"${credential:gh}","x":"${credential:gh}"}`),
 			outcome: govern.Allow, check: func(t *testing.T, st *State) {
 				assert.Check(t, is.DeepEqual(st.ArgumentCredentials, []string{"gh"}))
