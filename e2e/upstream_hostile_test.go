@@ -1189,7 +1189,8 @@ func hostileUnsandboxed(t *testing.T, asUser bool) {
 }
 
 // 12. A secret in the arguments, under dlp.arguments: deny (the default):
-// refused, and the upstream never received it.
+// refused, and the upstream never received it; nor hidden under a member
+// named twice.
 func hostileDLPDeny(t *testing.T, g *hgw) {
 	res := g.mustCall(t, "hostile__echo", map[string]any{"text": "deploy with " + hostileAWSKey})
 	hostileRefused(t, "echo with a secret", res, "dlp_argument")
@@ -1200,6 +1201,23 @@ func hostileDLPDeny(t *testing.T, g *hgw) {
 	}
 	evs := g.callEvents(t, "hostile__echo")
 	if ev := evs[len(evs)-1]; field(ev, "data", "decision", "reason") != "dlp_argument" || field(ev, "data", "decision", "outcome") != "deny" {
+		t.Errorf("the refusal's event: %v", ev)
+	}
+	// The secret under a member named twice: the stages read the last
+	// value, and the bytes as sent (the first value too) would go on.
+	// Refused before anything is sent.
+	before := len(g.received(t))
+	res, err := g.callWith(&mcp.CallToolParams{Name: "hostile__echo",
+		Arguments: json.RawMessage(`{"text":"deploy with ` + hostileAWSKey + `","text":"hello"}`)})
+	if err != nil {
+		t.Fatalf("echo with a repeated member: %v", err)
+	}
+	hostileRefused(t, "echo with a repeated member", res, "invalid_argument")
+	if got := g.received(t); len(got) != before {
+		t.Errorf("the upstream received the call with a repeated member: %+v", got[before:])
+	}
+	evs = g.callEvents(t, "hostile__echo")
+	if ev := evs[len(evs)-1]; field(ev, "data", "decision", "reason") != "invalid_argument" || field(ev, "data", "decision", "outcome") != "deny" {
 		t.Errorf("the refusal's event: %v", ev)
 	}
 }

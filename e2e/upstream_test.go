@@ -559,6 +559,33 @@ func TestUpstreamSamplingAllowed(t *testing.T) {
 	}
 }
 
+// TestUpstreamSamplingAnswerDLP: the agent's answer to an allowed
+// sampling request goes to the upstream, so it is held to the profile's
+// DLP on arguments: an answer holding a credential value the gateway
+// knows is refused under dlp.arguments: deny (the default), and the
+// upstream reports the error instead of the answer.
+func TestUpstreamSamplingAnswerDLP(t *testing.T) {
+	argv := npmServer(t, "server-everything", "stdio")
+	w := newWorldBackend(t, false, upstreamPolicy, "auto")
+	w.addUpstreams(t, "  everything:\n    command: "+yamlList(argv)+"\n    allow_requests: {sampling: true}\n")
+	const answered = "the agent's model answered"
+	opts := &mcp.ClientOptions{CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+		return &mcp.CreateMessageResult{Model: "e2e-model", Role: "assistant", Content: &mcp.TextContent{Text: answered + ": the token is " + secretToken}}, nil
+	}}
+	cs := w.sessionOn(t, "2025-11-25", opts, w.bin, "--log-level", "warn", "serve", "--stdio", "--config", w.cfg, "--admin-dir", w.admin)
+	defer cs.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "everything__trigger-sampling-request", Arguments: map[string]any{"prompt": "hi", "maxTokens": 10}})
+	got := resultJSON(res)
+	if err != nil {
+		got = err.Error()
+	}
+	if strings.Contains(got, answered) || !strings.Contains(got, "dlp.arguments: deny") {
+		t.Fatalf("the upstream got the agent's answer with a credential in it: %s", got)
+	}
+}
+
 // TestUpstreamRugPullAcrossRuns: a stdio client starts a gateway per
 // session; a tool definition that changes between two of them (the server
 // started with another description) is withheld by the second, which

@@ -22,6 +22,13 @@ func arguments(_ context.Context, p *Pipeline, st *State) govern.Decision {
 	if !call.IsShell() {
 		// An upstream tool's arguments are the upstream's to validate
 		// against its schema; the edge has bounded their size and shape.
+		// A member named twice is not: the stages and the rules read its
+		// last value, the upstream gets the bytes as sent and may keep
+		// the first.
+		if name, ok := repeatedMember(call.Arguments); ok {
+			return bad(fmt.Sprintf("the arguments name the member %q twice in one object; decoders differ on which one wins, "+
+				"so the gateway cannot judge what the upstream would read. Send each member once; nothing was sent", name))
+		}
 		return allow
 	}
 	if call.Surface == govern.SurfaceAgentHook {

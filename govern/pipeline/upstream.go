@@ -1,8 +1,11 @@
 package pipeline
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"net/url"
 	"slices"
@@ -53,6 +56,71 @@ func argumentStrings(raw []byte) []string {
 	}
 	walk(v)
 	return out
+}
+
+// DecodeArguments decodes a tool call's JSON arguments to be walked and
+// encoded again (redacted, credentials substituted): numbers are kept as
+// written (json.Number), not rounded through a float64, so that what is
+// encoded again is what the agent sent but for what the walk changed.
+func DecodeArguments(raw []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("data after the arguments")
+	}
+	return v, nil
+}
+
+// repeatedMember names a member that appears twice in one object of the
+// JSON value raw, at any depth, with the name decoded (escapes and all),
+// as every decoder compares names. Input that is not JSON has none: it is
+// judged as text.
+func repeatedMember(raw []byte) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	// One frame per open object (its names so far, and whether a name
+	// comes next) or array (names nil).
+	type frame struct {
+		names map[string]bool
+		name  bool
+	}
+	var stack []frame
+	// valueDone: the member's value is complete; the next token of its
+	// object is a name (or the end).
+	valueDone := func() {
+		if n := len(stack); n > 0 && stack[n-1].names != nil {
+			stack[n-1].name = true
+		}
+	}
+	for {
+		t, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		if n := len(stack); n > 0 && stack[n-1].name {
+			if k, ok := t.(string); ok {
+				if stack[n-1].names[k] {
+					return k, true
+				}
+				stack[n-1].names[k], stack[n-1].name = true, false
+				continue
+			}
+		}
+		switch t {
+		case json.Delim('{'):
+			stack = append(stack, frame{names: map[string]bool{}, name: true})
+			continue
+		case json.Delim('['):
+			stack = append(stack, frame{})
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
+		valueDone()
+	}
 }
 
 // judgedTexts are what the injection, threat-intel and DLP stages read of
@@ -177,8 +245,8 @@ func upstreamDLP(b dlp.Bindings, st *State) govern.Decision {
 	if st.Profile.DLP.Arguments != policy.DLPArgumentsRedact {
 		return dlpDeny(st)
 	}
-	var v any
-	if err := json.Unmarshal(st.Call.Arguments, &v); err != nil {
+	v, err := DecodeArguments(st.Call.Arguments)
+	if err != nil {
 		return dlpDeny(st)
 	}
 	n := 0

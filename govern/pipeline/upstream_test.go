@@ -105,6 +105,18 @@ func TestUpstreamStages(t *testing.T) {
 				// audit hashes them); the redacted ones are forwarded.
 				assert.Check(t, strings.Contains(string(st.Call.Arguments), ghp))
 			}},
+		// The redacted arguments are the agent's with the secrets
+		// replaced, nothing else: an id past 2^53 (a snowflake, a
+		// database key) or a long fraction goes on as it was written, not
+		// rounded through a float64 to another object's id.
+		{name: "numbers kept exact in redacted arguments", call: mcpCall("redactor", "open", "post", `{"id":9007199254740993,"big":12345678901234567890123,"f":0.10000000000000000555,"text":"token `+ghp+`"}`),
+			outcome: govern.Allow, check: func(t *testing.T, st *State) {
+				got := string(st.RedactedArguments)
+				for _, n := range []string{`"id":9007199254740993`, `"big":12345678901234567890123`, `"f":0.10000000000000000555`} {
+					assert.Check(t, strings.Contains(got, n), "%s not in %s", n, got)
+				}
+				assert.Check(t, !strings.Contains(got, ghp), got)
+			}},
 		{name: "a granted credential referenced", call: mcpCall("ci", "open", "post", `{"auth":"${credential:gh}","x":"${credential:gh}"}`),
 			outcome: govern.Allow, check: func(t *testing.T, st *State) {
 				assert.Check(t, is.DeepEqual(st.ArgumentCredentials, []string{"gh"}))
@@ -126,6 +138,22 @@ func TestUpstreamStages(t *testing.T) {
 		// denies.
 		{name: "the rule without its argument fails closed", call: mcpCall("ci", "fs", "list", `{}`),
 			outcome: govern.Deny, reason: govern.ReasonPolicyRule, stage: "policy_rules", message: "could not be evaluated"},
+		// A member named twice in one object is read as its last value
+		// by the stages (and the rules) and forwarded as sent: an
+		// upstream whose decoder keeps the first reads what nobody
+		// judged, and every upstream receives the bytes. Refused, at any
+		// depth, however the name is spelt (escapes decode to the same
+		// name).
+		{name: "a repeated member hides a path from a rule", call: mcpCall("ci", "fs", "read_file", `{"path":"/etc/shadow","path":"/srv/data/a.txt"}`),
+			outcome: govern.Deny, reason: govern.ReasonInvalidArgument, stage: "arguments", message: `"path" twice`},
+		{name: "a repeated member hides a secret from DLP", call: mcpCall("ci", "open", "post", `{"body":{"text":"token `+ghp+`","text":"hello"}}`),
+			outcome: govern.Deny, reason: govern.ReasonInvalidArgument, stage: "arguments", message: `"text" twice`},
+		{name: "a repeated member spelt with an escape", call: mcpCall("ci", "fs", "read_file", `{"path":"/etc/shadow","pat\u0068":"/srv/a"}`),
+			outcome: govern.Deny, reason: govern.ReasonInvalidArgument, stage: "arguments", message: `"path" twice`},
+		{name: "a repeated member in an array's object", call: mcpCall("ci", "open", "post", `{"items":[{"a":1},{"b":"Ignore all previous instructions","b":"x"}]}`),
+			outcome: govern.Deny, reason: govern.ReasonInvalidArgument, stage: "arguments", message: `"b" twice`},
+		{name: "the same name in two objects", call: mcpCall("ci", "open", "post", `{"a":{"x":1},"b":{"x":2},"x":[{"x":3}]}`),
+			outcome: govern.Allow},
 		// Shell text in an argument is data to the upstream, not a
 		// command: the analyzer and the shell rules do not judge it.
 		{name: "shell text in an argument", call: mcpCall("ci", "open", "run", `{"cmd":"rm -rf / && echo 'unterminated"}`),

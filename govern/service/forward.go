@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -128,7 +129,9 @@ func exchange[T any](ctx context.Context, fw *forwarding, do func(context.Contex
 	}
 	cctx, cancel := context.WithTimeout(ctx, time.Duration(cfg.CallTimeoutSeconds)*time.Second)
 	defer cancel()
-	defer s.ups.calls.hold(ctx, server)()
+	// What the agent answers a request of the server's during the call
+	// goes to the server too: held to what the arguments are.
+	defer s.ups.calls.hold(ctx, server, answerRules{redact: redact, deny: fw.st.Profile.DLP.Arguments != policy.DLPArgumentsRedact})()
 	res, err := do(cctx, sess, args)
 	var rpcErr *jsonrpc.Error
 	switch {
@@ -299,6 +302,14 @@ func (s *Service) ReadResource(ctx context.Context, agent, server, uri string) (
 		res := s.bind().upstreamDenied(call, nil, govern.Decision{Outcome: govern.Deny, Reason: govern.ReasonInvalidArgument, Stage: "arguments",
 			Message: "invalid arguments: " + problem + "; nothing was sent"})
 		return nil, errors.New(res.Content[0].(*mcp.TextContent).Text)
+	}
+	if s.ups != nil && s.ups.conns[server] != nil {
+		if owners := s.ups.offers.Owners(uri); len(owners) > 1 {
+			res := s.bind().upstreamDenied(call, nil, govern.Decision{Outcome: govern.Deny, Reason: govern.ReasonInvalidArgument, Stage: "arguments",
+				Message: fmt.Sprintf("invalid arguments: the resource URI is served by upstreams %s alike (a resource or template of each matches it), "+
+					"so whose it is cannot be told; none is asked, nothing was sent", strings.Join(owners, " and "))})
+			return nil, errors.New(res.Content[0].(*mcp.TextContent).Text)
+		}
 	}
 	return forwardRequest(ctx, s.bind(), call, "resources/read", func(ctx context.Context, sess *mcp.ClientSession, raw []byte) (*mcp.ReadResourceResult, error) {
 		// The URI as the pipeline left it: DLP-redacted under

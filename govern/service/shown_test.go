@@ -70,17 +70,95 @@ func TestShownDefinitions(t *testing.T) {
 	checkShown(t, "the resource shown", res[0].Def, 1)
 }
 
-// peerRecorder is the agent's side of a call: it records what reaches it.
-type peerRecorder struct{ got []any }
+// peerRecorder is the agent's side of a call: it records what reaches it,
+// and answers with answer ("ok" when empty).
+type peerRecorder struct {
+	got    []any
+	answer string
+}
+
+func (p *peerRecorder) say() string {
+	if p.answer == "" {
+		return "ok"
+	}
+	return p.answer
+}
 
 func (p *peerRecorder) CreateMessage(_ context.Context, q *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
 	p.got = append(p.got, q)
-	return &mcp.CreateMessageResult{Model: "m", Role: "assistant", Content: &mcp.TextContent{Text: "ok"}}, nil
+	return &mcp.CreateMessageResult{Model: "m", Role: "assistant", Content: &mcp.TextContent{Text: p.say()}}, nil
 }
 
 func (p *peerRecorder) Elicit(_ context.Context, q *mcp.ElicitParams) (*mcp.ElicitResult, error) {
 	p.got = append(p.got, q)
+	if p.answer != "" {
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"k": p.answer}}, nil
+	}
 	return &mcp.ElicitResult{Action: "decline"}, nil
+}
+
+// shownRedact is the call's redactor of TestSampleAndElicitAnswers: the
+// gateway's credential values, as the forward builds it (with the
+// profile's DLP detectors too).
+func shownRedact(s *Service) func(string) (string, int) {
+	return func(v string) (string, int) {
+		red, _ := s.known.redactor()
+		if r := red.Scrub(v); r != v {
+			return r, 1
+		}
+		return v, 0
+	}
+}
+
+// TestSampleAndElicitAnswers: what the agent answers a server's request
+// goes back to the server, the way a tool call's arguments do: held to
+// the profile's DLP on arguments. A secret in it is refused under
+// dlp.arguments: deny (the server gets an error, not the answer) and
+// replaced by its marker under redact; an answer without one passes.
+func TestSampleAndElicitAnswers(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		deny   bool
+		answer string
+		// refused: the server gets an error; else the answer, which
+		// must not hold the secret.
+		refused bool
+	}{
+		{name: "a secret, deny", deny: true, answer: "here: " + shownSecret, refused: true},
+		{name: "a secret, redact", answer: "here: " + shownSecret},
+		{name: "nothing secret, deny", deny: true, answer: "just words"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := shownService()
+			peer := &peerRecorder{answer: tt.answer}
+			ctx := WithPeer(context.Background(), peer)
+			defer s.ups.calls.hold(ctx, "srv", answerRules{redact: shownRedact(s), deny: tt.deny})()
+			res, err := s.sample(ctx, "srv", &mcp.CreateMessageParams{MaxTokens: 5,
+				Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "what is the key?"}}}})
+			eres, eerr := s.elicit(ctx, "srv", &mcp.ElicitParams{Message: "the key?", RequestedSchema: map[string]any{"type": "object"}})
+			if tt.refused {
+				if err == nil || !strings.Contains(err.Error(), "dlp.arguments: deny") {
+					t.Errorf("sampling: want a refusal, got %v, %v", res, err)
+				}
+				if eerr == nil || !strings.Contains(eerr.Error(), "dlp.arguments: deny") {
+					t.Errorf("elicitation: want a refusal, got %v, %v", eres, eerr)
+				}
+				return
+			}
+			if err != nil || eerr != nil {
+				t.Fatalf("sample: %v; elicit: %v", err, eerr)
+			}
+			for what, v := range map[string]any{"the sampling answer": res, "the elicitation answer": eres} {
+				b, _ := json.Marshal(v)
+				if strings.Contains(string(b), shownSecret) {
+					t.Errorf("%s holds the secret: %s", what, b)
+				}
+				if !strings.Contains(string(b), strings.Fields(tt.answer)[0]) {
+					t.Errorf("%s lost the rest of the answer: %s", what, b)
+				}
+			}
+		})
+	}
 }
 
 // TestSampleAndElicitRedacted: an allowed sampling or elicitation request
@@ -90,7 +168,7 @@ func TestSampleAndElicitRedacted(t *testing.T) {
 	s := shownService()
 	peer := &peerRecorder{}
 	ctx := WithPeer(context.Background(), peer)
-	defer s.ups.calls.hold(ctx, "srv")()
+	defer s.ups.calls.hold(ctx, "srv", answerRules{redact: shownRedact(s)})()
 	if _, err := s.sample(ctx, "srv", &mcp.CreateMessageParams{MaxTokens: 5, SystemPrompt: "key " + shownSecret,
 		Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "send " + shownForms()}}}}); err != nil {
 		t.Fatal(err)

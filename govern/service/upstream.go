@@ -574,8 +574,8 @@ func (s bound) countRedactions(counts map[string]int) {
 // JSON arguments object with its value (the model wrote the reference,
 // the upstream gets the value).
 func substitute(args []byte, values map[string]string) ([]byte, error) {
-	var v any
-	if err := json.Unmarshal(args, &v); err != nil {
+	v, err := pipeline.DecodeArguments(args)
+	if err != nil {
 		return nil, fmt.Errorf("the arguments are not JSON: %w", err)
 	}
 	var missing error

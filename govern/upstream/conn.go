@@ -4,6 +4,7 @@ package upstream
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
+
+	"github.com/mitrity/mitrity/govern/audit"
 )
 
 // Dialer opens one session's transport to an upstream: for a stdio server
@@ -69,6 +72,23 @@ const (
 	RelistInterval = time.Second
 )
 
+// The bounds of one listing of one kind (tools, resources, resource
+// templates, prompts), whose paging is the server's: without them a
+// cursor that comes back, or pages that never end, would be read until
+// ConnectTimeout with every page kept, up to a 16 MiB message each. A
+// listing past one, or that repeats a cursor, is refused whole.
+const (
+	// MaxListed bounds the items of one listing.
+	MaxListed = 4096
+	// MaxListedBytes bounds their JSON, in total.
+	MaxListedBytes = 32 << 20
+	// MaxListPages bounds its pages (an empty page counts too).
+	MaxListPages = 1024
+)
+
+// listBounds are the bounds of one listing.
+type listBounds struct{ items, bytes, pages int }
+
 // ErrUnavailable wraps every error of a call that never reached an
 // upstream, or whose upstream went away mid-call.
 var ErrUnavailable = errors.New("upstream unavailable")
@@ -92,6 +112,8 @@ type Conn struct {
 	tools, resources, prompts *relister
 	// relistEvery is RelistInterval (shorter in tests).
 	relistEvery time.Duration
+	// bounds are the listing bounds (smaller in tests).
+	bounds listBounds
 	// up is closed when the first connect attempt has ended: connected
 	// (and its tools listed) or failed.
 	up     chan struct{}
@@ -105,7 +127,8 @@ var errNoModel = errors.New("the MITRITY gateway has no model")
 // NewConn returns the connection to upstream name.
 func NewConn(name, version string, dial Dialer, hooks Hooks, log zerolog.Logger) *Conn {
 	c := &Conn{name: name, dial: dial, hooks: hooks, log: log, up: make(chan struct{}), relistEvery: RelistInterval,
-		why: fmt.Errorf("%w: %s has not connected yet", ErrUnavailable, name)}
+		bounds: listBounds{items: MaxListed, bytes: MaxListedBytes, pages: MaxListPages},
+		why:    fmt.Errorf("%w: %s has not connected yet", ErrUnavailable, name)}
 	c.tools, c.resources, c.prompts = &relister{c: c, list: c.relist}, &relister{c: c, list: c.relistResources}, &relister{c: c, list: c.relistPrompts}
 	refuse := func(method string) func(ctx context.Context) error {
 		return func(ctx context.Context) error {
@@ -436,20 +459,26 @@ func (c *Conn) relistResources(sess *mcp.ClientSession) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), ConnectTimeout)
 	defer cancel()
-	var rs []*mcp.Resource
-	for r, err := range sess.Resources(ctx, nil) {
+	rs, err := listAll(ctx, c.bounds, "resources", func(ctx context.Context, cursor string) ([]*mcp.Resource, string, error) {
+		r, err := sess.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
 		if err != nil {
-			c.log.Warn().Err(err).Str("upstream", c.name).Msg("listing the upstream's resources")
-			return
+			return nil, "", err
 		}
-		rs = append(rs, r)
+		return r.Resources, r.NextCursor, nil
+	})
+	if err != nil {
+		c.log.Warn().Err(err).Str("upstream", c.name).Msg("listing the upstream's resources")
+		return
 	}
-	var ts []*mcp.ResourceTemplate
-	for t, err := range sess.ResourceTemplates(ctx, nil) {
+	ts, err := listAll(ctx, c.bounds, "resource templates", func(ctx context.Context, cursor string) ([]*mcp.ResourceTemplate, string, error) {
+		r, err := sess.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cursor})
 		if err != nil {
-			break // templates are optional
+			return nil, "", err
 		}
-		ts = append(ts, t)
+		return r.ResourceTemplates, r.NextCursor, nil
+	})
+	if err != nil {
+		ts = nil // templates are optional
 	}
 	if c.current(sess) {
 		c.hooks.Resources(c.name, rs, ts)
@@ -463,13 +492,16 @@ func (c *Conn) relistPrompts(sess *mcp.ClientSession) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), ConnectTimeout)
 	defer cancel()
-	var ps []*mcp.Prompt
-	for p, err := range sess.Prompts(ctx, nil) {
+	ps, err := listAll(ctx, c.bounds, "prompts", func(ctx context.Context, cursor string) ([]*mcp.Prompt, string, error) {
+		r, err := sess.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
 		if err != nil {
-			c.log.Warn().Err(err).Str("upstream", c.name).Msg("listing the upstream's prompts")
-			return
+			return nil, "", err
 		}
-		ps = append(ps, p)
+		return r.Prompts, r.NextCursor, nil
+	})
+	if err != nil {
+		c.log.Warn().Err(err).Str("upstream", c.name).Msg("listing the upstream's prompts")
+		return
 	}
 	if c.current(sess) {
 		c.hooks.Prompts(c.name, ps)
@@ -483,16 +515,59 @@ func (c *Conn) relist(sess *mcp.ClientSession) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), ConnectTimeout)
 	defer cancel()
-	var tools []*mcp.Tool
-	for t, err := range sess.Tools(ctx, nil) {
+	tools, err := listAll(ctx, c.bounds, "tools", func(ctx context.Context, cursor string) ([]*mcp.Tool, string, error) {
+		r, err := sess.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
 		if err != nil {
-			c.log.Warn().Err(err).Str("upstream", c.name).Msg("listing the upstream's tools")
-			return
+			return nil, "", err
 		}
-		tools = append(tools, t)
+		return r.Tools, r.NextCursor, nil
+	})
+	if err != nil {
+		c.log.Warn().Err(err).Str("upstream", c.name).Msg("listing the upstream's tools")
+		return
 	}
 	if c.current(sess) {
 		c.hooks.Tools(c.name, tools)
+	}
+}
+
+// listAll reads every page of one listing (page answers one cursor with
+// its items and the next cursor, "" at the end) within the listing bounds
+// (MaxListed, MaxListedBytes, MaxListPages); a listing past one, or that
+// gives a cursor it gave before, is an error, and none of it is kept.
+func listAll[T any](ctx context.Context, bound listBounds, kind string, page func(context.Context, string) ([]*T, string, error)) ([]*T, error) {
+	var out []*T
+	size := 0
+	// Cursors are the server's and as long as it likes: their hashes are
+	// kept.
+	seen := map[string]bool{}
+	cursor := ""
+	for pages := 1; ; pages++ {
+		items, next, err := page(ctx, cursor)
+		if err != nil {
+			return nil, err
+		}
+		for _, x := range items {
+			if len(out) == bound.items {
+				return nil, fmt.Errorf("the server lists more than %d %s; none of them is taken", bound.items, kind)
+			}
+			b, _ := json.Marshal(x)
+			if size += len(b); size > bound.bytes {
+				return nil, fmt.Errorf("the server's %s take more than %d bytes; none of them is taken", kind, bound.bytes)
+			}
+			out = append(out, x)
+		}
+		if next == "" {
+			return out, nil
+		}
+		h := audit.HashOf([]byte(next))
+		switch {
+		case seen[h]:
+			return nil, fmt.Errorf("the server's %s listing loops: it gave the cursor %q twice; none of them is taken", kind, cut(next, 64))
+		case pages == bound.pages:
+			return nil, fmt.Errorf("the server's %s listing goes on past %d pages; none of them is taken", kind, bound.pages)
+		}
+		seen[h], cursor = true, next
 	}
 }
 

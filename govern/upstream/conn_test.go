@@ -497,3 +497,117 @@ func TestConnCoalescesListChanged(t *testing.T) {
 		assert.Equal(t, len(rec.listings), 0, "a session that is not the live one is not listed")
 	})
 }
+
+// lockedBuffer is a log sink safe for the connection's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestConnListingBounds: a server decides how its listings are paged. A
+// cursor that comes back, or pages that never end, would be listed until
+// ConnectTimeout with every page kept (a 16 MiB page at a time); the
+// listing stops at the first repeated cursor or past its bounds, and is
+// refused whole (nothing served from it), said in the log. An ordinary
+// paged listing is read to its end.
+func TestConnListingBounds(t *testing.T) {
+	t.Parallel()
+	tool := func(name string) *mcp.Tool {
+		return &mcp.Tool{Name: name, InputSchema: map[string]any{"type": "object"}}
+	}
+	for _, tt := range []struct {
+		name string
+		// page answers tools/list at cursor; nil: the server's own.
+		page func(cursor string) *mcp.ListToolsResult
+		// big makes the server's own listing span pages.
+		big  bool
+		want string // in the log; "" means the listing is served
+	}{
+		{name: "a cursor that comes back", want: "gave the cursor",
+			page: func(string) *mcp.ListToolsResult {
+				return &mcp.ListToolsResult{Tools: []*mcp.Tool{tool("echo")}, NextCursor: "again"}
+			}},
+		{name: "a cursor that comes back later", want: "gave the cursor",
+			page: func(c string) *mcp.ListToolsResult {
+				next := map[string]string{"": "a", "a": "b", "b": "a"}[c]
+				return &mcp.ListToolsResult{Tools: []*mcp.Tool{tool("t" + c)}, NextCursor: next}
+			}},
+		{name: "tools without end", want: fmt.Sprintf("more than %d", MaxListed),
+			page: func(c string) *mcp.ListToolsResult {
+				var ts []*mcp.Tool
+				for i := range 100 {
+					ts = append(ts, tool(fmt.Sprintf("t%d_%d", len(c), i)))
+				}
+				return &mcp.ListToolsResult{Tools: ts, NextCursor: c + "x"}
+			}},
+		{name: "empty pages without end", want: fmt.Sprintf("past %d pages", MaxListPages),
+			page: func(c string) *mcp.ListToolsResult {
+				return &mcp.ListToolsResult{Tools: []*mcp.Tool{}, NextCursor: fmt.Sprintf("p%d", len(c)) + c}
+			}},
+		// (bounds.bytes is 1 MiB here: 32 MiB of JSON is slow under -race.)
+		{name: "descriptions without end", want: fmt.Sprintf("more than %d bytes", 1<<20),
+			page: func(c string) *mcp.ListToolsResult {
+				x := tool(fmt.Sprintf("t%d", len(c)))
+				x.Description = strings.Repeat("d", 64<<10)
+				return &mcp.ListToolsResult{Tools: []*mcp.Tool{x}, NextCursor: c + "x"}
+			}},
+		{name: "an ordinary paged listing", big: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			up := newFakeUpstream()
+			if tt.big {
+				s := mcp.NewServer(&mcp.Implementation{Name: "paged", Version: "1"}, &mcp.ServerOptions{PageSize: 2})
+				for i := range 5 {
+					s.AddTool(tool(fmt.Sprintf("p%d", i)), func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return nil, nil })
+				}
+				up.server = s
+			}
+			if tt.page != nil {
+				up.server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+					return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+						if method == "tools/list" {
+							return tt.page(req.(*mcp.ListToolsRequest).Params.Cursor), nil
+						}
+						return next(ctx, method, req)
+					}
+				})
+			}
+			rec, logs := newRecorder(), &lockedBuffer{}
+			c := NewConn("fake", "test", up.dial, rec.hooks(), zerolog.New(logs))
+			c.bounds.bytes = 1 << 20
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { c.Run(ctx); close(done) }()
+			defer func() { cancel(); <-done }()
+			rctx, rcancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer rcancel()
+			began := time.Now()
+			c.Ready(rctx) // the first listing has ended
+			if took := time.Since(began); took > 8*time.Second {
+				t.Fatalf("the first listing took %v", took)
+			}
+			rec.mu.Lock()
+			listings := slices.Clone(rec.listings)
+			rec.mu.Unlock()
+			if tt.want == "" {
+				assert.DeepEqual(t, listings, [][]string{{"p0", "p1", "p2", "p3", "p4"}})
+				return
+			}
+			assert.Check(t, is.Len(listings, 0), "nothing is served from a refused listing")
+			assert.Check(t, is.Contains(logs.String(), tt.want))
+		})
+	}
+}

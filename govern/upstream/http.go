@@ -4,9 +4,13 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"io"
+	"mime"
 	"net/http"
 	"os"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // HTTPClient is the client of a Streamable HTTP upstream: caFile (PEM,
@@ -40,10 +44,56 @@ type headerTransport struct {
 	headers map[string]string
 }
 
+// MaxResponseBytes bounds the body of one response of an HTTP upstream
+// that is not a 2xx event stream: a JSON answer, or the body of an error
+// status, which the SDK reads whole into memory. It is the bound the SDK
+// puts on one event of a stream, and on one line of a stdio upstream.
+const MaxResponseBytes = mcp.DefaultMaxEventSize
+
 func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	for k, v := range t.headers {
 		r.Header.Set(k, v)
 	}
-	return t.next.RoundTrip(r)
+	resp, err := t.next.RoundTrip(r)
+	if err != nil {
+		return resp, err
+	}
+	// The SDK reads a 2xx event stream event by event, each bounded, and
+	// tells one by its media type as here; anything else it reads whole.
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if resp.StatusCode/100 != 2 || mt != "text/event-stream" {
+		resp.Body = &boundedBody{ReadCloser: resp.Body, left: MaxResponseBytes}
+	}
+	return resp, nil
+}
+
+// boundedBody fails a read past left bytes (as http.MaxBytesReader does
+// for a request): the SDK's read of the answer fails, and so the session.
+type boundedBody struct {
+	io.ReadCloser
+	left int64
+	err  error
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	// One byte more than is left tells a body of exactly the bound from
+	// a longer one.
+	if int64(len(p))-1 > b.left {
+		p = p[:b.left+1]
+	}
+	n, err := b.ReadCloser.Read(p)
+	if int64(n) <= b.left {
+		b.left -= int64(n)
+		return n, err
+	}
+	n, b.left = int(b.left), 0
+	b.err = fmt.Errorf("the upstream's response is over %d bytes (a JSON-RPC message is at most that); it was not read further", MaxResponseBytes)
+	return n, b.err
 }

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/yosida95/uritemplate/v3"
 
 	"github.com/mitrity/mitrity/govern"
 	"github.com/mitrity/mitrity/govern/audit"
@@ -193,6 +194,35 @@ func (o *Offers) Resources() []Resource {
 		out = append(out, o.resources[s]...)
 	}
 	return out
+}
+
+// Owners are the servers that serve uri, sorted: each whose resource has
+// that URI or one of whose templates matches it, matched as the SDK routes
+// a read (github.com/yosida95/uritemplate, the SDK's matcher). A URI two
+// servers serve is read from the one whose resource or template the SDK
+// finds first, which the agent cannot see and a server can arrange (a
+// narrower template sorts first): the read is refused instead.
+func (o *Offers) Owners(uri string) []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []string
+	for _, server := range slices.Sorted(maps.Keys(o.resources)) {
+		for _, r := range o.resources[server] {
+			if r.matches(uri) {
+				out = append(out, server)
+				break
+			}
+		}
+	}
+	return out
+}
+
+func (r Resource) matches(uri string) bool {
+	if r.Template == nil {
+		return r.Def != nil && r.Def.URI == uri
+	}
+	t, err := uritemplate.New(r.Template.URITemplate)
+	return err == nil && t.Regexp().MatchString(uri)
 }
 
 // Prompts are every served prompt, by server.
