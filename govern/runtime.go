@@ -42,25 +42,40 @@ func AdmissionSocket(euid int, getenv func(string) string) string {
 // someone else made first (under a shared /tmp) is refused, never used.
 func MakeRuntimeDir(euid int, getenv func(string) string) (string, error) {
 	dir := RuntimeDir(euid, getenv)
+	return dir, makeRuntimeDir(dir, euid)
+}
+
+// makeRuntimeDir is MakeRuntimeDir's work on dir. Root's directory may
+// have been made 0700 by a part that only needs it for itself (the live
+// register, the probe cache, an admin socket's parent, created with
+// MkdirAll before anything that hands directories to run_as ran); it
+// then gets its search bits back, so that which part of the gateway ran
+// first on a fresh host does not decide whether run_as can reach its
+// credential and session directories. Search without read lists nothing.
+func makeRuntimeDir(dir string, euid int) error {
 	perm := os.FileMode(0o700)
 	if euid == 0 {
 		perm = 0o711
 	}
 	if err := os.Mkdir(dir, perm); err != nil && !os.IsExist(err) {
-		return "", fmt.Errorf("runtime directory %s: %w", dir, err)
+		return fmt.Errorf("runtime directory %s: %w", dir, err)
 	}
 	fi, err := os.Lstat(dir)
 	if err != nil {
-		return "", fmt.Errorf("runtime directory %s: %w", dir, err)
+		return fmt.Errorf("runtime directory %s: %w", dir, err)
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	switch {
 	case !fi.IsDir():
-		return "", fmt.Errorf("runtime directory %s is not a directory", dir)
+		return fmt.Errorf("runtime directory %s is not a directory", dir)
 	case ok && int(st.Uid) != euid:
-		return "", fmt.Errorf("runtime directory %s belongs to uid %d, not to the gateway's user (uid %d)", dir, st.Uid, euid)
+		return fmt.Errorf("runtime directory %s belongs to uid %d, not to the gateway's user (uid %d)", dir, st.Uid, euid)
 	case fi.Mode().Perm()&0o022 != 0:
-		return "", fmt.Errorf("runtime directory %s is writable by others (mode %04o)", dir, fi.Mode().Perm())
+		return fmt.Errorf("runtime directory %s is writable by others (mode %04o)", dir, fi.Mode().Perm())
+	case euid == 0 && fi.Mode().Perm()&0o011 != 0o011:
+		if err := os.Chmod(dir, fi.Mode().Perm()|0o011); err != nil {
+			return fmt.Errorf("runtime directory %s: making it traversable for exec.run_as: %w", dir, err)
+		}
 	}
-	return dir, nil
+	return nil
 }
