@@ -1037,22 +1037,59 @@ func wordName(wd *syntax.Word) string {
 	return ""
 }
 
-// arithOperand checks one operand of an arithmetic expression.
+// arithOperand checks one operand of an arithmetic expression. A number
+// is a literal (wordName gives none); $1 and $0 are not numbers but what
+// the caller passed, so they are checked like any variable.
 func (w *walker) arithOperand(wd *syntax.Word, fr frame) {
-	name := wordName(wd)
-	if name == "" {
-		// $(...) and friends are walked by arith; literals are numbers.
-		for _, p := range wd.Parts {
-			if pe, ok := p.(*syntax.ParamExp); ok && pe.Param != nil {
-				w.arithVar(pe.Param.Value, fr.pos(wd), fr)
+	if name := wordName(wd); name != "" {
+		w.arithVar(name, fr.pos(wd), fr)
+		return
+	}
+	// $(...) and friends are walked by arith; literals are numbers.
+	quoted := false
+	for _, p := range wd.Parts {
+		switch p := p.(type) {
+		case *syntax.ParamExp:
+			if p.Param != nil {
+				w.arithVar(p.Param.Value, fr.pos(wd), fr)
+			}
+		case *syntax.SglQuoted:
+			quoted = true
+		case *syntax.DblQuoted:
+			quoted = true
+			for _, q := range p.Parts {
+				if pe, ok := q.(*syntax.ParamExp); ok && pe.Param != nil {
+					w.arithVar(pe.Param.Value, fr.pos(wd), fr)
+				}
 			}
 		}
+	}
+	if !quoted {
 		return
 	}
-	if len(name) > 0 && name[0] >= '0' && name[0] <= '9' {
-		return
+	// Bash removes the quotes and evaluates the text that is left:
+	// let 'n = a[$(id)]' and x='a[$(id)]'; (( "$x" )) run id. A value
+	// known only at run time was flagged above.
+	if s, ok := w.literal(wd); ok && !isArithSafe(s) {
+		w.arithText(s, fr.pos(wd), fr)
 	}
-	w.arithVar(name, fr.pos(wd), fr)
+}
+
+// arithText walks text that bash evaluates as one arithmetic expression,
+// as the code (( TEXT )). Text that is not exactly one expression there
+// (it would close the parentheses and go on) is opaque: bash refuses it,
+// but the analyzer does not guess how.
+func (w *walker) arithText(s string, pos Pos, fr frame) {
+	code := "(( " + s + " ))"
+	if f, err := parse(code, "", fr.dialect); err == nil && len(f.Stmts) == 1 {
+		st := f.Stmts[0]
+		if _, ok := st.Cmd.(*syntax.ArithmCmd); ok && len(st.Redirs) == 0 && !st.Background && !st.Coprocess &&
+			!st.Negated && int(st.End().Offset()) == len(code) {
+			w.nested(Word{Value: code}, fr.dialect, pos, fr, "arithmetic")
+			return
+		}
+	}
+	w.flag(FlagOpaque, pos, "arithmetic evaluates the text %q, which is not one arithmetic expression", s)
 }
 
 func (w *walker) arithVar(name string, pos Pos, fr frame) {
@@ -1064,7 +1101,11 @@ func (w *walker) arithVar(name string, pos Pos, fr frame) {
 	if ok && (v.numeric || v.known && !v.isList && isArithSafe(v.str)) {
 		return
 	}
-	w.flag(FlagOpaque, pos, "arithmetic evaluates the value of %s as an expression, and that value is not known to be a number", name)
+	label := name
+	if name[0] >= '0' && name[0] <= '9' {
+		label = "$" + name // a positional parameter
+	}
+	w.flag(FlagOpaque, pos, "arithmetic evaluates the value of %s as an expression, and that value is not known to be a number", label)
 }
 
 // isArithSafe reports whether a static value, evaluated as arithmetic,
