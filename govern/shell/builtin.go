@@ -393,6 +393,13 @@ func (w *walker) declClause(dc *syntax.DeclClause, redirs []Redirect, fr frame) 
 		if nameref {
 			target, ok := w.literal(as.Value)
 			w.flag(FlagNameref, pos, "declare -n makes %s another name for %s", name, target)
+			// Every use of the nameref evaluates a subscript in its
+			// target (declare -n r='a[$(id)]'; echo "$r" runs id); one
+			// known only at run time is flagged where it is used.
+			w.checkVarName(target, pos, dc.Variant.Value+" -n")
+			if !ok {
+				w.flag(FlagOpaque, pos, "%s -n %s names a variable known only at run time: a subscript in that name (a[$(id)]) runs code wherever %s is used", dc.Variant.Value, name, name)
+			}
 			if !ok || target != "" && !syntax.ValidName(strings.SplitN(target, "[", 2)[0]) {
 				w.setVar(name, &value{ref: true, tainted: true}, fr)
 				continue

@@ -445,24 +445,26 @@ func (w *walker) walkStmt(st *syntax.Stmt, fr frame) {
 		switch loop := cmd.Loop.(type) {
 		case *syntax.WordIter:
 			taint := ""
-			numeric := len(loop.Items) > 0
+			numeric, names := len(loop.Items) > 0, len(loop.Items) > 0
 			for _, item := range loop.Items {
 				w.substitutions(item, fr)
 				if t := w.taintOf(item, &fr); t != "" {
 					taint = t
 				}
-				if numeric {
+				if numeric || names {
 					fs, ok := []string(nil), w.isStatic(item)
 					if ok {
 						fs, ok = w.fields(item, fr.dialect)
 					}
+					num, nam := ok, ok
 					for _, f := range fs {
-						ok = ok && isInteger(f)
+						num = num && isInteger(f)
+						nam = nam && (isInteger(f) || syntax.ValidName(f))
 					}
-					numeric = ok
+					numeric, names = numeric && num, names && nam
 				}
 			}
-			w.setVar(loop.Name.Value, &value{tainted: taint != "", numeric: numeric && taint == ""}, c)
+			w.setVar(loop.Name.Value, &value{tainted: taint != "", numeric: numeric && taint == "", names: names && taint == ""}, c)
 			if cmd.Select {
 				// select reads the choice into REPLY from stdin.
 				w.setVar("REPLY", &value{tainted: fr.in.taint != ""}, c)
@@ -857,7 +859,7 @@ func sameValue(a, b *value) bool {
 		return a == b
 	}
 	return a.known == b.known && a.isList == b.isList && a.str == b.str && slices.Equal(a.list, b.list) &&
-		a.numeric == b.numeric && a.tainted == b.tainted && a.exported == b.exported && a.assoc == b.assoc &&
+		a.numeric == b.numeric && a.names == b.names && a.tainted == b.tainted && a.exported == b.exported && a.assoc == b.assoc &&
 		a.nameref == b.nameref && a.ref == b.ref && a.unset == b.unset && a.credPath == b.credPath
 }
 
@@ -891,7 +893,8 @@ func (w *walker) setVarDepth(name string, v *value, fr frame, depth int) {
 		}
 	}
 	if fr.cond {
-		nv := &value{tainted: v.tainted || had && old.tainted, numeric: v.numeric && (!had || old.numeric)}
+		nv := &value{tainted: v.tainted || had && old.tainted, numeric: v.numeric && (!had || old.numeric),
+			names: plainName(v) && (!had || plainName(old))}
 		w.vars.set(name, nv)
 		return
 	}
@@ -938,6 +941,11 @@ func (w *walker) substNode(node syntax.Node, fr frame) {
 			if n.Excl || n.Names != 0 {
 				w.flag(FlagIndirection, fr.pos(n), "%s expands a variable named at run time", fr.srcOf(n))
 			}
+			if n.Excl && n.Names == 0 && !keysOf(n) {
+				w.indirectName(n, fr)
+			} else if v, ok := w.vars.get(paramName(n)); ok && v.ref && v.nameref == "" && !n.Excl {
+				w.flag(FlagOpaque, fr.pos(n), "%s is a nameref to a variable named at run time: a subscript in that name (a[$(id)]) runs code", fr.srcOf(n))
+			}
 			if n.Index != nil {
 				w.arith(n.Index, fr)
 			}
@@ -957,6 +965,56 @@ func (w *walker) substNode(node syntax.Node, fr frame) {
 		}
 		return true
 	})
+}
+
+// keysOf reports whether p is ${!a[@]} or ${!a[*]}: the array's keys,
+// not an indirection.
+func keysOf(p *syntax.ParamExp) bool {
+	if p.Index == nil {
+		return false
+	}
+	wd, ok := p.Index.(*syntax.Word)
+	if !ok {
+		return false
+	}
+	s, ok := plainLit(wd)
+	return ok && (s == "@" || s == "*")
+}
+
+// indirectName checks the name ${!x} expands: bash evaluates a subscript
+// in it (x='a[$(id)]'; echo "${!x}" runs id), so a name known only at
+// run time is code the analyzer cannot see, and a known one is checked as
+// a builtin's variable name is.
+func (w *walker) indirectName(p *syntax.ParamExp, fr frame) {
+	name := paramName(p)
+	v, ok := w.vars.get(name)
+	if p.Index == nil && ok && v.known && !v.isList {
+		w.checkVarName(v.str, fr.pos(p), fr.srcOf(p))
+		return
+	}
+	if p.Index == nil && ok && plainName(v) {
+		return // for v in HOME PATH; do echo "${!v}"; done
+	}
+	if p.Index == nil && isSpecialParam(name) {
+		return // ${!#}: the last positional parameter's value, a word
+	}
+	w.flag(FlagOpaque, fr.pos(p), "%s expands the variable that %s names, which is known only at run time: a subscript in that name (a[$(id)]) runs code", fr.srcOf(p), name)
+}
+
+// plainName reports whether a variable only ever held a name or a number:
+// as the name ${!x} expands, it has no subscript to evaluate.
+func plainName(v *value) bool {
+	return v.names || v.numeric || v.known && !v.isList && (syntax.ValidName(v.str) || isInteger(v.str))
+}
+
+// isSpecialParam reports whether name is one of bash's special parameters
+// whose value bash sets itself and that cannot hold a subscript.
+func isSpecialParam(name string) bool {
+	switch name {
+	case "#", "?", "$", "!", "-":
+		return true
+	}
+	return false
 }
 
 func paramName(p *syntax.ParamExp) string {

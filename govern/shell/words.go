@@ -18,6 +18,7 @@ type value struct {
 	isList   bool
 	str      string
 	numeric  bool // only ever held an arithmetic result
+	names    bool // only ever held a variable name or a number (what ${!x} may expand)
 	tainted  bool // carries a credential value
 	exported bool // visible to child processes
 	assoc    bool // declare -A: subscripts are strings, not arithmetic
