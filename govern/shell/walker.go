@@ -1228,6 +1228,11 @@ func (w *walker) arithOperandWord(wd *syntax.Word, fr frame) {
 func (w *walker) walkRedirects(rs []*syntax.Redirect, fr frame) []Redirect {
 	var out []Redirect
 	for _, r := range rs {
+		if createsFile(r.Op) {
+			if t := w.taintOf(r.Word, &fr); t != "" {
+				w.denyFileName(t, fr.pos(r))
+			}
+		}
 		switch r.Op {
 		case syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc, syntax.DplIn, syntax.DplOut:
 			if r.Op == syntax.DplOut || r.Op == syntax.DplIn {
@@ -1255,6 +1260,32 @@ func (w *walker) walkRedirects(rs []*syntax.Redirect, fr frame) []Redirect {
 		out = append(out, red)
 	}
 	return out
+}
+
+// createsFile reports whether a redirection may create the file its word
+// names (>&word does when the word is not a descriptor).
+func createsFile(op syntax.RedirOperator) bool {
+	switch op {
+	case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.RdrAll, syntax.AppAll, syntax.RdrInOut, syntax.AppClob,
+		syntax.RdrAllClob, syntax.AppAllClob, syntax.DplOut:
+		return true
+	}
+	return false
+}
+
+// denyFileName refuses a redirection whose target is named with a
+// credential: the value becomes a file's name, which every process that
+// lists the directory reads (on the host, in a workspace root, after the
+// run too), and which a later glob or ls puts on a command line the
+// analyzer does not see (: > "x$T"; curl x*).
+func (w *walker) denyFileName(variable string, pos Pos) {
+	ref := variable
+	if syntax.ValidName(ref) || isPositional(ref) {
+		ref = "$" + ref
+	}
+	w.deny(govern.ReasonCredentialInArgv, pos, "the value of "+ref+" would be the name of the file the redirection at "+pos.String()+
+		" creates, which every process that lists its directory can read, and which a glob or ls would put on a command line. "+
+		"Name the file with something else and write the value into it. "+sanctionedForms)
 }
 
 func isFD(s string) bool {
