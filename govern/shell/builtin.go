@@ -257,6 +257,9 @@ func (w *walker) readVars(name string, rest []arg, cmd *Command, fr frame) {
 	}
 	for _, n := range names {
 		w.checkVarName(n, cmd.Pos, name)
+		if v, ok := w.vars.get(strings.SplitN(n, "[", 2)[0]); ok && v.integer {
+			w.flag(FlagOpaque, cmd.Pos, "%s has the integer attribute: bash evaluates what %s stores in it as an arithmetic expression, which is known only at run time", n, name)
+		}
 		w.setNamed(n, taint, fr)
 	}
 	if callback != "" {
@@ -406,6 +409,16 @@ func (w *walker) declClause(dc *syntax.DeclClause, redirs []Redirect, fr frame) 
 			}
 			w.setVar(name, &value{ref: true, nameref: strings.SplitN(target, "[", 2)[0]}, fr)
 			continue
+		}
+		if as.Naked && integer {
+			// declare -i x: what is assigned to x later is arithmetic.
+			nv := &value{integer: true}
+			if v, ok := w.vars.get(name); ok {
+				c := *v
+				c.integer = true
+				nv = &c
+			}
+			w.vars.set(name, nv)
 		}
 		if as.Naked {
 			// export x: attributes only.

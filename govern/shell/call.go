@@ -153,6 +153,12 @@ func (w *walker) assignValue(as *syntax.Assign, fr frame, numeric bool) *value {
 	if old, ok := w.vars.get(name); ok && old.exported || w.allexport {
 		v.exported = true
 	}
+	if old, ok := w.vars.get(name); numeric || ok && old.integer {
+		// declare -i i=$y, or i=$y after it: bash evaluates the value as
+		// arithmetic (y='a[$(id)]' runs id).
+		v.integer, numeric = true, true
+		w.integerValues(as, fr)
+	}
 	switch {
 	case as.Array != nil:
 		v.isList = true
@@ -211,6 +217,38 @@ func (w *walker) assignValue(as *syntax.Assign, fr frame, numeric bool) *value {
 		w.flag(FlagOpaque, fr.pos(as), "IFS is set to a value known only at run time: word splitting cannot be resolved")
 	}
 	return v
+}
+
+// integerValues checks what an assignment to a variable with the integer
+// attribute stores: bash evaluates each value as an arithmetic expression.
+func (w *walker) integerValues(as *syntax.Assign, fr frame) {
+	if as.Array != nil {
+		for _, el := range as.Array.Elems {
+			w.integerValue(el.Value, as.Name.Value, fr)
+		}
+		return
+	}
+	w.integerValue(as.Value, as.Name.Value, fr)
+}
+
+func (w *walker) integerValue(wd *syntax.Word, name string, fr frame) {
+	if wd == nil {
+		return
+	}
+	if s, ok := w.literal(wd); ok {
+		if !isInteger(s) {
+			w.arithText(s, fr.pos(wd), fr)
+		}
+		return
+	}
+	if numericWord(wd) {
+		return
+	}
+	if n := wordName(wd); n != "" {
+		w.arithVar(n, fr.pos(wd), fr)
+		return
+	}
+	w.flag(FlagOpaque, fr.pos(wd), "%s has the integer attribute: bash evaluates the value assigned to it, %s, as an arithmetic expression, and it is known only at run time", name, fr.srcOf(wd))
 }
 
 // maxValueBytes bounds a value the analyzer keeps as known.

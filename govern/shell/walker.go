@@ -464,6 +464,9 @@ func (w *walker) walkStmt(st *syntax.Stmt, fr frame) {
 					numeric, names = numeric && num, names && nam
 				}
 			}
+			if v, ok := w.vars.get(loop.Name.Value); ok && v.integer && !numeric {
+				w.flag(FlagOpaque, fr.pos(loop.Name), "%s has the integer attribute: bash evaluates each word the loop assigns to it as an arithmetic expression", loop.Name.Value)
+			}
 			w.setVar(loop.Name.Value, &value{tainted: taint != "", numeric: numeric && taint == "", names: names && taint == ""}, c)
 			if cmd.Select {
 				// select reads the choice into REPLY from stdin.
@@ -859,7 +862,7 @@ func sameValue(a, b *value) bool {
 		return a == b
 	}
 	return a.known == b.known && a.isList == b.isList && a.str == b.str && slices.Equal(a.list, b.list) &&
-		a.numeric == b.numeric && a.names == b.names && a.tainted == b.tainted && a.exported == b.exported && a.assoc == b.assoc &&
+		a.numeric == b.numeric && a.names == b.names && a.integer == b.integer && a.tainted == b.tainted && a.exported == b.exported && a.assoc == b.assoc &&
 		a.nameref == b.nameref && a.ref == b.ref && a.unset == b.unset && a.credPath == b.credPath
 }
 
@@ -892,9 +895,16 @@ func (w *walker) setVarDepth(name string, v *value, fr frame, depth int) {
 			return
 		}
 	}
+	if had && old.integer && !v.integer {
+		// The attribute stays with the variable (loops, read, printf -v
+		// are checked where they assign).
+		c := *v
+		c.integer = true
+		v = &c
+	}
 	if fr.cond {
 		nv := &value{tainted: v.tainted || had && old.tainted, numeric: v.numeric && (!had || old.numeric),
-			names: plainName(v) && (!had || plainName(old))}
+			names: plainName(v) && (!had || plainName(old)), integer: v.integer}
 		w.vars.set(name, nv)
 		return
 	}

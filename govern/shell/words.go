@@ -19,6 +19,7 @@ type value struct {
 	str      string
 	numeric  bool // only ever held an arithmetic result
 	names    bool // only ever held a variable name or a number (what ${!x} may expand)
+	integer  bool // declare -i: bash evaluates every value assigned to it as arithmetic
 	tainted  bool // carries a credential value
 	exported bool // visible to child processes
 	assoc    bool // declare -A: subscripts are strings, not arithmetic
