@@ -30,6 +30,8 @@ type hints struct {
 	// holding it from the start.
 	files    []string
 	anywhere string
+	// xtrace may be on (walker.xtrace).
+	xtrace bool
 }
 
 // feedback is what the walk records for the next one.
@@ -92,6 +94,10 @@ func (w *walker) next() *hints {
 	}
 	h.args, h.rematch, h.dir = w.argTaint, w.rematchTaint, w.dirTaint
 	h.files, h.anywhere = w.taintedFiles, w.taintAnywhere
+	h.xtrace = w.xtrace
+	if h.xtrace && !old.xtrace {
+		changed = true // commands walked before set -x may be traced too
+	}
 	if w.fb.missed && (h.args != old.args || h.rematch != old.rematch || h.dir != old.dir ||
 		len(h.files) != len(old.files) || h.anywhere != old.anywhere) {
 		changed = true
@@ -111,6 +117,7 @@ func (w *walker) applyHints(h *hints) {
 	w.argTaint, w.rematchTaint, w.dirTaint = h.args, h.rematch, h.dir
 	w.taintedFiles = append([]string(nil), h.files...)
 	w.taintAnywhere = h.anywhere
+	w.xtrace = h.xtrace
 }
 
 // noteRead records a file read while it holds no credential as far as

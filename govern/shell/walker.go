@@ -123,6 +123,11 @@ type walker struct {
 	// PATH; nil once it is assigned a value known only at run time.
 	path      []string
 	allexport bool // set -a
+	// xtrace: set -x (or bash -x, set -o xtrace, an option set at run
+	// time, an inherited SHELLOPTS) may be on somewhere in the run: bash
+	// then prints each command's expanded words to stderr (see traced).
+	// One flag for the whole run, and a hint for the walk again.
+	xtrace bool
 	// rerooted: a wrapper (chroot, sudo -R) changed the root directory, so
 	// no path the text names can be read from the host.
 	rerooted bool
@@ -530,6 +535,11 @@ func (w *walker) walkStmt(st *syntax.Stmt, fr frame) {
 	default:
 		w.flag(FlagOpaque, fr.pos(st), "unsupported construct %T", cmd)
 	}
+	if w.xtrace {
+		if t := w.traced(st.Cmd, &fr); t != "" {
+			w.outputs(t, "")
+		}
+	}
 	if !follow {
 		if bareExec(st) {
 			w.execDescriptors(st, fr)
@@ -707,6 +717,9 @@ func (w *walker) child(fr frame, fn func()) {
 // pushd stack, a stdin that exec gave the parent (the child gets it through
 // its frame), and the directory as its $PWD names it.
 func (w *walker) startProcess() {
+	if v, ok := w.vars.get("SHELLOPTS"); ok && v.exported && (!v.known || strings.Contains(v.str, "xtrace")) {
+		w.xtrace = true
+	}
 	if v, ok := w.vars.get("SHELLOPTS"); !ok || !v.exported {
 		w.opts.physical, w.opts.privileged, w.opts.monitor = off, off, off
 	}
@@ -975,6 +988,54 @@ func (w *walker) substNode(node syntax.Node, fr frame) {
 		}
 		return true
 	})
+}
+
+// traced names the credential that set -x prints of a command: bash writes
+// each simple command's expanded words and assignments to stderr (+ X=VALUE
+// cmd ARG), [[ ]], (( )) and for's words too, before it runs them. What
+// : "$T" and GH_TOKEN=$T cmd print then carries the value.
+func (w *walker) traced(cmd syntax.Command, fr *frame) string {
+	var ws []*syntax.Word
+	assigns := func(as []*syntax.Assign) {
+		for _, a := range as {
+			ws = append(ws, a.Value)
+			if a.Array != nil {
+				for _, el := range a.Array.Elems {
+					ws = append(ws, el.Value)
+				}
+			}
+		}
+	}
+	switch cmd := cmd.(type) {
+	case *syntax.CallExpr:
+		assigns(cmd.Assigns)
+		ws = append(ws, cmd.Args...)
+	case *syntax.DeclClause:
+		assigns(cmd.Args)
+	case *syntax.ForClause:
+		if it, ok := cmd.Loop.(*syntax.WordIter); ok {
+			ws = append(ws, it.Items...)
+		}
+	case *syntax.CaseClause:
+		ws = append(ws, cmd.Word)
+	case *syntax.TestClause, *syntax.ArithmCmd, *syntax.LetClause:
+		syntax.Walk(cmd, func(n syntax.Node) bool {
+			if wd, ok := n.(*syntax.Word); ok {
+				ws = append(ws, wd)
+				return false
+			}
+			return true
+		})
+	}
+	for _, wd := range ws {
+		if wd == nil {
+			continue
+		}
+		if t := w.taintOf(wd, fr); t != "" {
+			return t + " (printed by set -x)"
+		}
+	}
+	return ""
 }
 
 // keysOf reports whether p is ${!a[@]} or ${!a[*]}: the array's keys,
