@@ -289,6 +289,30 @@ func (w *walker) envDumpArgs(args []arg, kind string) string {
 				return "the environment (ps " + a.Value + ")"
 			}
 		}
+	case "envsubst":
+		// Its input with $NAME and ${NAME} replaced by their values.
+		return "the environment (envsubst)"
+	case "jq", "gojq", "jaq", "yq":
+		// env, $ENV, strenv(NAME) in the program; one known only at run
+		// time may hold them.
+		for _, a := range rest {
+			if a.Dynamic || jqEnv(a.Value) {
+				return "the environment (" + base + " env)"
+			}
+		}
+	case "make", "gmake":
+		// -p prints make's database, the environment's variables in it.
+		for _, a := range rest {
+			if a.Value == "--print-data-base" || len(a.Value) > 1 && a.Value[0] == '-' && a.Value[1] != '-' && strings.Contains(a.Value, "p") {
+				return "the environment (" + base + " " + a.Value + ")"
+			}
+		}
+	case "php", "php-cgi":
+		for _, a := range rest {
+			if a.Value == "-i" || a.Value == "--info" {
+				return "the environment (" + base + " " + a.Value + ")"
+			}
+		}
 	}
 	for _, a := range rest {
 		if envReader(a.Value) {
@@ -296,6 +320,32 @@ func (w *walker) envDumpArgs(args []arg, kind string) string {
 		}
 	}
 	return ""
+}
+
+// jqEnv reports whether a jq (or yq) program reads the environment: $ENV,
+// strenv(NAME), or the word env (env.T, env | .T, env(T)).
+func jqEnv(s string) bool {
+	if strings.Contains(s, "$ENV") || strings.Contains(s, "strenv(") {
+		return true
+	}
+	ident := func(i int) bool {
+		if i < 0 || i >= len(s) {
+			return false
+		}
+		c := s[i]
+		return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+	}
+	for i := strings.Index(s, "env"); i >= 0; {
+		if !ident(i-1) && !ident(i+3) {
+			return true
+		}
+		j := strings.Index(s[i+1:], "env")
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	return false
 }
 
 // envReader reports whether program text reads the environment.
