@@ -483,12 +483,18 @@ func (w *walker) checkArgv(args []arg, cmd *Command, what string) {
 }
 
 func (w *walker) denyArgv(variable, what string, pos Pos) {
-	ref := variable
-	if syntax.ValidName(ref) || isPositional(ref) {
-		ref = "$" + ref // a variable; anything else is a description
-	}
+	ref := refOf(variable)
 	w.deny(govern.ReasonCredentialInArgv, pos, "the value of "+ref+" would be placed on the command line of "+what+
 		" at "+pos.String()+", where every process of the same user can read it. "+sanctionedForms)
+}
+
+// refOf spells a taint for a message: $NAME for a variable or a positional
+// parameter; anything else is a description, kept as it is.
+func refOf(variable string) string {
+	if syntax.ValidName(variable) || isPositional(variable) {
+		return "$" + variable
+	}
+	return variable
 }
 
 // external handles what an external program does beyond its argv: scripts

@@ -1350,11 +1350,7 @@ func createsFile(op syntax.RedirOperator) bool {
 // run too), and which a later glob or ls puts on a command line the
 // analyzer does not see (: > "x$T"; curl x*).
 func (w *walker) denyFileName(variable string, pos Pos) {
-	ref := variable
-	if syntax.ValidName(ref) || isPositional(ref) {
-		ref = "$" + ref
-	}
-	w.deny(govern.ReasonCredentialInArgv, pos, "the value of "+ref+" would be the name of the file the redirection at "+pos.String()+
+	w.deny(govern.ReasonCredentialInArgv, pos, "the value of "+refOf(variable)+" would be the name of the file the redirection at "+pos.String()+
 		" creates, which every process that lists its directory can read, and which a glob or ls would put on a command line. "+
 		"Name the file with something else and write the value into it. "+sanctionedForms)
 }
