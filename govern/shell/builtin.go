@@ -150,11 +150,7 @@ func (w *walker) builtin(args []arg, cmd *Command, fr frame) {
 		w.checkArgv(rest, cmd, "alias (its value becomes code)")
 		w.aliasBuiltin(rest, cmd.Pos)
 	case "hash":
-		for _, a := range rest {
-			if strings.HasPrefix(a.Value, "-") && strings.Contains(a.Value, "p") {
-				w.flag(FlagAlias, cmd.Pos, "hash -p maps a command name to another file")
-			}
-		}
+		w.hashBuiltin(rest, cmd.Pos)
 	case "shopt":
 		for _, a := range rest {
 			if a.Value == "expand_aliases" || a.Dynamic {
@@ -269,6 +265,42 @@ func (w *walker) readVars(name string, rest []arg, cmd *Command, fr frame) {
 		c.cond = true
 		c.posTaint = taint
 		w.nested(Word{Value: callback + ` "$@"`}, fr.dialect, cmd.Pos, c, name+" -C")
+	}
+}
+
+// hashBuiltin records the names hash -p FILE NAME... maps to FILE: bash
+// then runs FILE for NAME (hash -p ./x.sh ls; ls runs x.sh), which the
+// analyzer does not follow, so running such a name is opaque (run).
+func (w *walker) hashBuiltin(rest []arg, pos Pos) {
+	for i, a := range rest {
+		if a.Dynamic {
+			w.hashedAny = true
+			return
+		}
+		if a.Value == "--" || !strings.HasPrefix(a.Value, "-") {
+			return
+		}
+		if !strings.Contains(a.Value, "p") {
+			continue
+		}
+		w.flag(FlagAlias, pos, "hash -p maps a command name to another file")
+		names := rest[i+1:]
+		if !strings.HasSuffix(a.Value, "p") {
+			// -pFILE: the path is attached.
+		} else if len(names) > 0 {
+			names = names[1:]
+		}
+		for _, n := range names {
+			if n.Dynamic {
+				w.hashedAny = true
+				continue
+			}
+			if w.hashed == nil {
+				w.hashed = map[string]bool{}
+			}
+			w.hashed[n.Value] = true
+		}
+		return
 	}
 }
 

@@ -351,6 +351,10 @@ func (w *walker) run(args []arg, cmd *Command, fr frame, mode lookup) {
 		return
 	}
 	cmd.Kind = "external"
+	if bare && (w.hashed[name.Value] || w.hashedAny) {
+		cmd.Opaque = "hash -p maps " + name.Value + " to a file the analyzer does not follow"
+		w.flag(FlagOpaque, cmd.Pos, "%s: what runs is that file, not %s", cmd.Opaque, name.Value)
+	}
 	w.checkArgv(args, cmd, base)
 	w.commandOutput(args, cmd.Kind, fr)
 	if !bare {

@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"maps"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -32,6 +33,9 @@ type hints struct {
 	anywhere string
 	// xtrace may be on (walker.xtrace).
 	xtrace bool
+	// hash -p names (walker.hashed, walker.hashedAny).
+	hashed    map[string]bool
+	hashedAny bool
 }
 
 // feedback is what the walk records for the next one.
@@ -98,6 +102,10 @@ func (w *walker) next() *hints {
 	if h.xtrace && !old.xtrace {
 		changed = true // commands walked before set -x may be traced too
 	}
+	h.hashed, h.hashedAny = w.hashed, w.hashedAny
+	if h.hashedAny && !old.hashedAny || len(h.hashed) > len(old.hashed) {
+		changed = true // a name run before the hash -p (a loop, a trap) may run the file
+	}
 	if w.fb.missed && (h.args != old.args || h.rematch != old.rematch || h.dir != old.dir ||
 		len(h.files) != len(old.files) || h.anywhere != old.anywhere) {
 		changed = true
@@ -118,6 +126,8 @@ func (w *walker) applyHints(h *hints) {
 	w.taintedFiles = append([]string(nil), h.files...)
 	w.taintAnywhere = h.anywhere
 	w.xtrace = h.xtrace
+	w.hashedAny = h.hashedAny
+	w.hashed = maps.Clone(h.hashed)
 }
 
 // noteRead records a file read while it holds no credential as far as

@@ -128,6 +128,11 @@ type walker struct {
 	// then prints each command's expanded words to stderr (see traced).
 	// One flag for the whole run, and a hint for the walk again.
 	xtrace bool
+	// hashed are the names hash -p maps to a file (hashedAny: a name or
+	// an option known only at run time): running one runs that file.
+	// For the whole run, and a hint for the walk again.
+	hashed    map[string]bool
+	hashedAny bool
 	// rerooted: a wrapper (chroot, sudo -R) changed the root directory, so
 	// no path the text names can be read from the host.
 	rerooted bool
