@@ -359,6 +359,11 @@ func (w *walker) run(args []arg, cmd *Command, fr frame, mode lookup) {
 	w.commandOutput(args, cmd.Kind, fr)
 	if !bare {
 		w.commandPath(name.Value, cmd.Pos, fr)
+	} else if p, known := w.pathCandidate(name.Value); !known {
+		w.flag(FlagScriptNotInspected, cmd.Pos, "%s: PATH, or the directory an entry of it names, is known only at run time", name.Value)
+		w.unseenAt(cmd.Pos, name.Value+" is looked up in a PATH known only at run time, so the analyzer cannot tell what runs")
+	} else if p != "" {
+		w.commandPath(p, cmd.Pos, fr)
 	} else if p, ok := w.lookPath(name.Value); ok && w.underInspection(p) {
 		w.inspectExecutable(p, name.Value, cmd.Pos, fr)
 	}

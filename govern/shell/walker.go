@@ -133,6 +133,8 @@ type walker struct {
 	// For the whole run, and a hint for the walk again.
 	hashed    map[string]bool
 	hashedAny bool
+	// startPath is the PATH the run starts with (pathCandidate).
+	startPath []string
 	// rerooted: a wrapper (chroot, sudo -R) changed the root directory, so
 	// no path the text names can be read from the host.
 	rerooted bool
@@ -245,6 +247,7 @@ func (w *walker) startEnv() {
 			w.setPath(v)
 		}
 	}
+	w.startPath = slices.Clone(w.path)
 	w.startDir()
 }
 
@@ -751,7 +754,7 @@ func sameSlice(a, b []string) bool {
 // setPath changes the PATH later lookups use; "\x00" means unknown.
 func (w *walker) setPath(v string) {
 	if v == "\x00" {
-		w.path = nil
+		w.path = []string{unknownPath} // see pathCandidate
 	} else {
 		w.path = strings.Split(v, ":")
 	}
@@ -1419,35 +1422,83 @@ func (w *walker) noteRun(p string, pos Pos, fr frame) bool {
 	if a == "" {
 		return false
 	}
+	at, detail, ok := w.writeBefore(a)
+	if ok {
+		w.a.Links = append(w.a.Links, Link{Path: a, Write: at, Run: pos})
+		w.flag(FlagWriteThenRun, pos, "%s", detail)
+	}
+	return ok
+}
+
+// writeBefore finds an earlier write of the absolute path a: of a itself,
+// of a directory above it (as named or after symlinks), or of a target
+// known only at run time; detail says which, for the flag.
+func (w *walker) writeBefore(a string) (at Pos, detail string, ok bool) {
 	for _, wr := range w.writes {
 		if wr.path == a {
-			w.a.Links = append(w.a.Links, Link{Path: a, Write: wr.pos, Run: pos})
-			w.flag(FlagWriteThenRun, pos, "%s was written at %s and is run here", a, wr.pos)
-			return true
+			return wr.pos, fmt.Sprintf("%s was written at %s and is run here", a, wr.pos), true
 		}
 	}
 	real := w.realPath(a)
 	for _, wr := range w.writes {
 		wreal := w.realPath(wr.path)
 		if strings.HasPrefix(a, wr.path+"/") || wreal == real || strings.HasPrefix(real, wreal+"/") {
-			w.a.Links = append(w.a.Links, Link{Path: a, Write: wr.pos, Run: pos})
-			w.flag(FlagWriteThenRun, pos, "%s is run here, and %s, which names it or a directory above it, was changed at %s", a, wr.path, wr.pos)
-			return true
+			return wr.pos, fmt.Sprintf("%s is run here, and %s, which names it or a directory above it, was changed at %s", a, wr.path, wr.pos), true
 		}
 	}
 	if len(w.dynWrites) > 0 {
 		wp := w.dynWrites[0]
-		w.a.Links = append(w.a.Links, Link{Path: a, Write: wp, Run: pos})
-		w.flag(FlagWriteThenRun, pos, "%s is run here, and the command at %s changed a file or directory named only at run time, which may be it or a directory above it", a, wp)
-		return true
+		return wp, fmt.Sprintf("%s is run here, and the command at %s changed a file or directory named only at run time, which may be it or a directory above it", a, wp), true
 	}
-	return false
+	return Pos{}, "", false
 }
 
 // inPath reports whether name is found as a file in the run's PATH.
 func (w *walker) inPath(name string) bool {
 	_, ok := w.lookPath(name)
 	return ok
+}
+
+// unknownPath stands for a PATH the text set to a value known only at run
+// time.
+const unknownPath = "\x00"
+
+// pathCandidate is the file a bare name runs when it is not what lookPath
+// reports: through a relative PATH entry the text set (".", or an empty
+// entry: the current directory), or an entry outside the system
+// directories that holds no such file now but comes first, where the text
+// can create it before the command runs (PATH=/tmp/b:$PATH after writing
+// /tmp/b/tool): any entry the text added, and one of the PATH the run
+// starts with when the text writes there first. dir is false when the file is not known: PATH, or the
+// directory a relative entry names, is known only at run time. "" with
+// dir true: the name runs what lookPath finds, or nothing the text can
+// make.
+func (w *walker) pathCandidate(name string) (cand string, dir bool) {
+	for _, d := range w.path {
+		if d == unknownPath {
+			return "", false
+		}
+		rel := !filepath.IsAbs(d)
+		if rel {
+			if w.cwd == "" {
+				return "", false
+			}
+			d = filepath.Join(w.cwd, d)
+		}
+		p := filepath.Join(d, name)
+		switch {
+		case isRegular(p):
+			if rel {
+				return p, true
+			}
+			return "", true // lookPath's
+		case !isSystemPath(p):
+			if _, _, written := w.writeBefore(p); written || rel || !slices.Contains(w.startPath, d) {
+				return p, true
+			}
+		}
+	}
+	return "", true
 }
 
 // lookPath finds name in the run's PATH (relative PATH entries are
