@@ -202,7 +202,11 @@ func (w *walker) assignValue(as *syntax.Assign, fr frame, numeric bool) *value {
 		v.assoc = true
 	}
 	if numeric {
-		v.numeric = true
+		if v.known && !v.tainted {
+			// declare -i i=T stores T's value.
+			v.tainted = w.identTaint(v.str, 0) != ""
+		}
+		v.numeric = !v.tainted
 		v.known = v.known && isInteger(v.str)
 	}
 	if old, ok := w.vars.get(name); ok && (as.Append || as.Index != nil) && old.tainted {

@@ -1120,7 +1120,11 @@ func (w *walker) arith(x syntax.ArithmExpr, fr frame) {
 			if isAssignOp(n.Op) {
 				if wd, ok := n.X.(*syntax.Word); ok {
 					if name := wordName(wd); name != "" {
-						w.setVar(name, &value{numeric: true}, fr)
+						t := w.arithTaint(n.Y, &fr)
+						if n.Op != syntax.Assgn && t == "" {
+							t = w.nameTaint(name, 0) // x += T keeps x's
+						}
+						w.setVar(name, &value{numeric: t == "", tainted: t != ""}, fr)
 					}
 				}
 			}
@@ -1167,6 +1171,9 @@ func wordName(wd *syntax.Word) string {
 			return p.Value
 		}
 	case *syntax.ParamExp:
+		if p.Length {
+			return "" // ${#x} is a number
+		}
 		if p.Param != nil && p.Short || p.Param != nil && p.Exp == nil && p.Index == nil {
 			return p.Param.Value
 		}
@@ -1187,7 +1194,7 @@ func (w *walker) arithOperand(wd *syntax.Word, fr frame) {
 	for _, p := range wd.Parts {
 		switch p := p.(type) {
 		case *syntax.ParamExp:
-			if p.Param != nil {
+			if p.Param != nil && !p.Length {
 				w.arithVar(p.Param.Value, fr.pos(wd), fr)
 			}
 		case *syntax.SglQuoted:
@@ -1195,7 +1202,7 @@ func (w *walker) arithOperand(wd *syntax.Word, fr frame) {
 		case *syntax.DblQuoted:
 			quoted = true
 			for _, q := range p.Parts {
-				if pe, ok := q.(*syntax.ParamExp); ok && pe.Param != nil {
+				if pe, ok := q.(*syntax.ParamExp); ok && pe.Param != nil && !pe.Length {
 					w.arithVar(pe.Param.Value, fr.pos(wd), fr)
 				}
 			}
