@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestCredentialOutOfSight: a credential reaches a command line, or the
@@ -11,7 +12,8 @@ import (
 // argument word: a file named with it (a later glob or ls puts the name on
 // a command line; in the workspace the name stays on the host after the
 // run), and code in an arithmetic subscript, an indirection or a nameref.
-// Each is refused by the analysis before anything runs; the workspace
+// A process name (/proc/self/comm) is another command line. Each is
+// refused by the analysis before anything runs; the workspace
 // holds no file named with the token afterwards.
 func TestCredentialOutOfSight(t *testing.T) {
 	forGatewayIdentities(t, func(t *testing.T, asUser bool) {
@@ -38,6 +40,19 @@ func TestCredentialOutOfSight(t *testing.T) {
 		hits, scans := watch.finish()
 		if len(hits) > 0 {
 			t.Errorf("the token was on a host command line (%d scans): %q", scans, hits)
+		}
+		// A process's name is read by every local user too (/proc/PID/comm,
+		// ps): 15 bytes of the value at a time.
+		comm := watchProc("comm", secretToken[:15])
+		r := w.exec(t, "--agent", "ci", "--timeout", "5", "--", `printf %s "${GITHUB_TOKEN:0:15}" > /proc/self/comm; sleep 1; :`)
+		time.Sleep(200 * time.Millisecond) // a refusal is quick: watch a while after it
+		if hits, scans := comm.finish(); len(hits) > 0 {
+			t.Errorf("the token was a host process's name (%d scans): %d hits", scans, len(hits))
+		} else if scans < 10 {
+			t.Errorf("only %d scans of /proc: the watch proves nothing", scans)
+		}
+		if ev := lastEvent(t, w); r.code != 126 || field(ev, "data", "decision", "stage") != "command_analysis" {
+			t.Errorf("writing the token into /proc/self/comm was not refused by the analysis: %+v %v", r, field(ev, "data", "decision"))
 		}
 		ents, err := os.ReadDir(w.ws)
 		must(t, err)

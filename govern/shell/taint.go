@@ -417,6 +417,11 @@ func (w *walker) taintWrite(p, taint string, pos Pos) {
 		w.unseenAt(pos, "a credential is written to a file named only at run time, which the analyzer cannot follow to where it is read")
 		return
 	}
+	if procComm(a) {
+		w.deny(govern.ReasonCredentialInArgv, pos, "the credential "+refOf(taint)+" would be written to "+p+" at "+pos.String()+
+			": that is a process's name (comm), which every process on the host reads in /proc and ps, as it reads a command line. "+sanctionedForms)
+		return
+	}
 	for _, f := range w.taintedFiles {
 		if f == a {
 			return
@@ -426,6 +431,23 @@ func (w *walker) taintWrite(p, taint string, pos Pos) {
 	// read it after this, though walked before (feedback.go).
 	w.wroteRead(a)
 	w.taintedFiles = append(w.taintedFiles, a)
+}
+
+// procComm reports whether the absolute path a (a glob too) may be a
+// process's or a thread's name: /proc/PID/comm, /proc/PID/task/TID/comm,
+// through /proc/PID/root/ as well.
+func procComm(a string) bool {
+	c := strings.Split(strings.TrimPrefix(path.Clean(a), "/"), "/")
+	for len(c) > 3 && c[0] == "proc" && c[2] == "root" {
+		c = c[3:]
+	}
+	switch {
+	case len(c) == 3:
+		return c[0] == "proc" && couldMatch(c[2], "comm", false, false)
+	case len(c) == 5:
+		return c[0] == "proc" && couldMatch(c[2], "task", false, false) && couldMatch(c[4], "comm", false, false)
+	}
+	return false
 }
 
 func (w *walker) underWritable(p string) bool {
