@@ -151,6 +151,18 @@ func (w *walker) builtin(args []arg, cmd *Command, fr frame) {
 		w.aliasBuiltin(rest, cmd.Pos)
 	case "hash":
 		w.hashBuiltin(rest, cmd.Pos)
+	case "history":
+		// history -w FILE and -a FILE create FILE: one named with a
+		// credential is refused as a redirection to it is.
+		writes := false
+		for _, a := range rest {
+			switch {
+			case !writes && len(a.Value) > 1 && a.Value[0] == '-' && !a.Dynamic && strings.ContainsAny(a.Value, "wa"):
+				writes = true
+			case writes && a.tainted != "":
+				w.denyFileName(a.tainted, "history "+rest[0].Value, cmd.Pos)
+			}
+		}
 	case "shopt":
 		for _, a := range rest {
 			if a.Value == "expand_aliases" || a.Dynamic {

@@ -1316,7 +1316,7 @@ func (w *walker) walkRedirects(rs []*syntax.Redirect, fr frame) []Redirect {
 	for _, r := range rs {
 		if createsFile(r.Op) {
 			if t := w.taintOf(r.Word, &fr); t != "" {
-				w.denyFileName(t, fr.pos(r))
+				w.denyFileName(t, "the redirection", fr.pos(r))
 			}
 		}
 		switch r.Op {
@@ -1364,8 +1364,8 @@ func createsFile(op syntax.RedirOperator) bool {
 // lists the directory reads (on the host, in a workspace root, after the
 // run too), and which a later glob or ls puts on a command line the
 // analyzer does not see (: > "x$T"; curl x*).
-func (w *walker) denyFileName(variable string, pos Pos) {
-	w.deny(govern.ReasonCredentialInArgv, pos, "the value of "+refOf(variable)+" would be the name of the file the redirection at "+pos.String()+
+func (w *walker) denyFileName(variable, what string, pos Pos) {
+	w.deny(govern.ReasonCredentialInArgv, pos, "the value of "+refOf(variable)+" would be the name of the file "+what+" at "+pos.String()+
 		" creates, which every process that lists its directory can read, and which a glob or ls would put on a command line. "+
 		"Name the file with something else and write the value into it. "+sanctionedForms)
 }
