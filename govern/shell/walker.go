@@ -1508,19 +1508,33 @@ func (w *walker) pathCandidate(name string) (cand string, dir bool) {
 	return "", true
 }
 
-// lookPath finds name in the run's PATH (relative PATH entries are
-// skipped: the executor never sets them). Results are cached per analysis.
+// lookPath finds name in the run's PATH. The executor sets only absolute
+// entries, but the text may set relative ones (PATH=sub:$PATH; source
+// x.sh reads sub/x.sh): those, and an empty entry, are the current
+// directory's, and a lookup that meets one in a directory known only at
+// run time, or a PATH known only at run time, finds nothing (pathUnknown).
+// Results are cached per analysis while every entry is absolute.
 func (w *walker) lookPath(name string) (string, bool) {
 	if strings.Contains(name, "/") || name == "" {
 		return "", false
 	}
-	if p, ok := w.pathCache[name]; ok {
+	rel := false
+	for _, dir := range w.path {
+		rel = rel || !filepath.IsAbs(dir)
+	}
+	if p, ok := w.pathCache[name]; ok && !rel {
 		return p, p != ""
 	}
 	found := ""
 	for _, dir := range w.path {
-		if dir == "" || !filepath.IsAbs(dir) {
-			continue
+		if dir == unknownPath {
+			break
+		}
+		if !filepath.IsAbs(dir) {
+			if w.cwd == "" {
+				break
+			}
+			dir = filepath.Join(w.cwd, dir)
 		}
 		p := filepath.Join(dir, name)
 		if isRegular(p) {
@@ -1528,8 +1542,21 @@ func (w *walker) lookPath(name string) (string, bool) {
 			break
 		}
 	}
-	w.pathCache[name] = found
+	if !rel {
+		w.pathCache[name] = found
+	}
 	return found, found != ""
+}
+
+// pathUnknown reports whether a PATH lookup can miss what runs: PATH is
+// known only at run time, or has a relative entry in a directory that is.
+func (w *walker) pathUnknown() bool {
+	for _, dir := range w.path {
+		if dir == unknownPath || !filepath.IsAbs(dir) && w.cwd == "" {
+			return true
+		}
+	}
+	return false
 }
 
 // fn returns the function a name is defined as at this point, or nil.
