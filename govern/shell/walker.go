@@ -1481,17 +1481,12 @@ const unknownPath = "\x00"
 // dir true: the name runs what lookPath finds, or nothing the text can
 // make.
 func (w *walker) pathCandidate(name string) (cand string, dir bool) {
-	for _, d := range w.path {
-		if d == unknownPath {
+	for _, entry := range w.path {
+		d, ok := w.pathDir(entry)
+		if !ok {
 			return "", false
 		}
-		rel := !filepath.IsAbs(d)
-		if rel {
-			if w.cwd == "" {
-				return "", false
-			}
-			d = filepath.Join(w.cwd, d)
-		}
+		rel := d != entry
 		p := filepath.Join(d, name)
 		switch {
 		case isRegular(p):
@@ -1526,15 +1521,10 @@ func (w *walker) lookPath(name string) (string, bool) {
 		return p, p != ""
 	}
 	found := ""
-	for _, dir := range w.path {
-		if dir == unknownPath {
+	for _, entry := range w.path {
+		dir, ok := w.pathDir(entry)
+		if !ok {
 			break
-		}
-		if !filepath.IsAbs(dir) {
-			if w.cwd == "" {
-				break
-			}
-			dir = filepath.Join(w.cwd, dir)
 		}
 		p := filepath.Join(dir, name)
 		if isRegular(p) {
@@ -1548,11 +1538,26 @@ func (w *walker) lookPath(name string) (string, bool) {
 	return found, found != ""
 }
 
+// pathDir is the directory a PATH entry names: a relative or empty one is
+// the current directory's; false when that, or PATH, is known only at run
+// time.
+func (w *walker) pathDir(entry string) (string, bool) {
+	switch {
+	case entry == unknownPath:
+		return "", false
+	case filepath.IsAbs(entry):
+		return entry, true
+	case w.cwd == "":
+		return "", false
+	}
+	return filepath.Join(w.cwd, entry), true
+}
+
 // pathUnknown reports whether a PATH lookup can miss what runs: PATH is
 // known only at run time, or has a relative entry in a directory that is.
 func (w *walker) pathUnknown() bool {
-	for _, dir := range w.path {
-		if dir == unknownPath || !filepath.IsAbs(dir) && w.cwd == "" {
+	for _, entry := range w.path {
+		if _, ok := w.pathDir(entry); !ok {
 			return true
 		}
 	}
