@@ -59,11 +59,16 @@ type cmdlineWatch struct {
 	done chan struct{}
 	mu   sync.Mutex
 	hits []string
-	n    int // scans made
+	n    int    // scans made
+	file string // what is read of each process: cmdline, comm
 }
 
-func watchCmdlines(needles ...string) *cmdlineWatch {
-	c := &cmdlineWatch{stop: make(chan struct{}), done: make(chan struct{})}
+func watchCmdlines(needles ...string) *cmdlineWatch { return watchProc("cmdline", needles...) }
+
+// watchProc reads every host /proc/*/FILE every 10 ms until stopped and
+// keeps those that held any of needles.
+func watchProc(file string, needles ...string) *cmdlineWatch {
+	c := &cmdlineWatch{stop: make(chan struct{}), done: make(chan struct{}), file: file}
 	go func() {
 		defer close(c.done)
 		tick := time.NewTicker(10 * time.Millisecond)
@@ -87,7 +92,7 @@ func (c *cmdlineWatch) scan(needles []string) {
 		if e.Name()[0] < '0' || e.Name()[0] > '9' {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), c.file))
 		if err != nil {
 			continue
 		}

@@ -18,11 +18,17 @@ var Basics = []string{
 	"LANG", "LANGUAGE", "TZ", "EDITOR", "VISUAL",
 }
 
-// basicPrefixes are families of basics: the locale's categories.
-var basicPrefixes = []string{"LC_"}
+// Locale are the locale's categories (glibc's, which the others' are a
+// subset of), passed as basics. Not LC_* at large: ssh's SendEnv LC_*
+// forwards any such name, and LC_OPENAI_KEY is no locale but has no word
+// CredentialShaped knows.
+var Locale = []string{
+	"LC_ALL", "LC_CTYPE", "LC_NUMERIC", "LC_TIME", "LC_COLLATE", "LC_MONETARY", "LC_MESSAGES", "LC_PAPER",
+	"LC_NAME", "LC_ADDRESS", "LC_TELEPHONE", "LC_MEASUREMENT", "LC_IDENTIFICATION",
+}
 
-// credentialWords make a name credential-shaped: a basic that has one is
-// never passed, whatever family it is in (LC_TOKEN is not a locale).
+// credentialWords make a name credential-shaped: the debug log marks such
+// a name passed by the allow lists (no basic has one).
 var credentialWords = []string{
 	"TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "APIKEY", "API_KEY",
 	"ACCESS_KEY", "PRIVATE_KEY", "AUTH", "COOKIE", "SESSION", "SIGNING", "CERT",
@@ -40,15 +46,7 @@ func CredentialShaped(name string) bool {
 }
 
 func basic(name string) bool {
-	if slices.Contains(Basics, name) {
-		return true
-	}
-	for _, p := range basicPrefixes {
-		if strings.HasPrefix(name, p) && !CredentialShaped(name) {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(Basics, name) || slices.Contains(Locale, name)
 }
 
 // Why a variable is passed.

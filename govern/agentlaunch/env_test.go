@@ -24,11 +24,14 @@ func environOf(names ...string) []string {
 
 // hostEnv is a launcher's environment: the basics, credentials of every
 // shape, and things an agent does not need.
-var hostEnv = []string{"HOME", "PATH", "TERM", "LANG", "LC_ALL", "LC_TOKEN", "USER", "GH_TOKEN", "GITHUB_TOKEN",
+var hostEnv = []string{"HOME", "PATH", "TERM", "LANG", "LC_ALL", "LC_TIME", "LC_TOKEN", "LC_OPENAI_KEY", "LC_GH_PAT", "LC_X", "USER", "GH_TOKEN", "GITHUB_TOKEN",
 	"AWS_SECRET_ACCESS_KEY", "AWS_ACCESS_KEY_ID", "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "SSH_AUTH_SOCK",
 	"ANTHROPIC_BASE_URL", "DISABLE_TELEMETRY", "XDG_RUNTIME_DIR", "LD_PRELOAD", "MITRITY_ADMISSION_SOCKET", "DBUS_SESSION_BUS_ADDRESS"}
 
-var basicsPassed = []string{"HOME", "LANG", "LC_ALL", "PATH", "TERM", "USER"}
+// Only the locale's own categories pass as LC_*: a name such as
+// LC_OPENAI_KEY or LC_GH_PAT (ssh's SendEnv LC_* forwards any) has no
+// credential word CredentialShaped knows, and is not a locale either.
+var basicsPassed = []string{"HOME", "LANG", "LC_ALL", "LC_TIME", "PATH", "TERM", "USER"}
 
 func TestFilterEnv(t *testing.T) {
 	t.Parallel()
@@ -105,7 +108,7 @@ func TestCredentialShaped(t *testing.T) {
 	} {
 		assert.Check(t, is.Equal(CredentialShaped(name), want), name)
 	}
-	for _, b := range Basics {
+	for _, b := range append(append([]string(nil), Basics...), Locale...) {
 		assert.Check(t, !CredentialShaped(b), "a basic is credential-shaped: %s", b)
 	}
 }

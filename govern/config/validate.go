@@ -342,6 +342,8 @@ func checkCredentials(v *validator) {
 		p := yamlfile.Key("credentials", id)
 		if !ValidCredentialID(id) {
 			v.keyErrorf(p, "a credential id is 1 to 128 letters, digits, '_', '-' or '.'")
+		} else if credentialVar(id) == govern.CredentialDirVar {
+			v.keyErrorf(p, "becomes $%s, the directory of credential files; rename it", govern.CredentialDirVar)
 		} else if other, ok := vars[credentialVar(id)]; ok {
 			v.keyErrorf(p, "becomes $%s, as %q does; rename one", credentialVar(id), other)
 		} else {

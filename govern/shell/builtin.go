@@ -150,9 +150,17 @@ func (w *walker) builtin(args []arg, cmd *Command, fr frame) {
 		w.checkArgv(rest, cmd, "alias (its value becomes code)")
 		w.aliasBuiltin(rest, cmd.Pos)
 	case "hash":
+		w.hashBuiltin(rest, cmd.Pos)
+	case "history":
+		// history -w FILE and -a FILE create FILE: one named with a
+		// credential is refused as a redirection to it is.
+		writes := false
 		for _, a := range rest {
-			if strings.HasPrefix(a.Value, "-") && strings.Contains(a.Value, "p") {
-				w.flag(FlagAlias, cmd.Pos, "hash -p maps a command name to another file")
+			switch {
+			case !writes && len(a.Value) > 1 && a.Value[0] == '-' && !a.Dynamic && strings.ContainsAny(a.Value, "wa"):
+				writes = true
+			case writes && a.tainted != "":
+				w.denyFileName(a.tainted, "history "+rest[0].Value, cmd.Pos)
 			}
 		}
 	case "shopt":
@@ -257,6 +265,9 @@ func (w *walker) readVars(name string, rest []arg, cmd *Command, fr frame) {
 	}
 	for _, n := range names {
 		w.checkVarName(n, cmd.Pos, name)
+		if v, ok := w.vars.get(strings.SplitN(n, "[", 2)[0]); ok && v.integer {
+			w.flag(FlagOpaque, cmd.Pos, "%s has the integer attribute: bash evaluates what %s stores in it as an arithmetic expression, which is known only at run time", n, name)
+		}
 		w.setNamed(n, taint, fr)
 	}
 	if callback != "" {
@@ -266,6 +277,42 @@ func (w *walker) readVars(name string, rest []arg, cmd *Command, fr frame) {
 		c.cond = true
 		c.posTaint = taint
 		w.nested(Word{Value: callback + ` "$@"`}, fr.dialect, cmd.Pos, c, name+" -C")
+	}
+}
+
+// hashBuiltin records the names hash -p FILE NAME... maps to FILE: bash
+// then runs FILE for NAME (hash -p ./x.sh ls; ls runs x.sh), which the
+// analyzer does not follow, so running such a name is opaque (run).
+func (w *walker) hashBuiltin(rest []arg, pos Pos) {
+	for i, a := range rest {
+		if a.Dynamic {
+			w.hashedAny = true
+			return
+		}
+		if a.Value == "--" || !strings.HasPrefix(a.Value, "-") {
+			return
+		}
+		if !strings.Contains(a.Value, "p") {
+			continue
+		}
+		w.flag(FlagAlias, pos, "hash -p maps a command name to another file")
+		names := rest[i+1:]
+		if !strings.HasSuffix(a.Value, "p") {
+			// -pFILE: the path is attached.
+		} else if len(names) > 0 {
+			names = names[1:]
+		}
+		for _, n := range names {
+			if n.Dynamic {
+				w.hashedAny = true
+				continue
+			}
+			if w.hashed == nil {
+				w.hashed = map[string]bool{}
+			}
+			w.hashed[n.Value] = true
+		}
+		return
 	}
 }
 
@@ -393,12 +440,29 @@ func (w *walker) declClause(dc *syntax.DeclClause, redirs []Redirect, fr frame) 
 		if nameref {
 			target, ok := w.literal(as.Value)
 			w.flag(FlagNameref, pos, "declare -n makes %s another name for %s", name, target)
+			// Every use of the nameref evaluates a subscript in its
+			// target (declare -n r='a[$(id)]'; echo "$r" runs id); one
+			// known only at run time is flagged where it is used.
+			w.checkVarName(target, pos, dc.Variant.Value+" -n")
+			if !ok {
+				w.flag(FlagOpaque, pos, "%s -n %s names a variable known only at run time: a subscript in that name (a[$(id)]) runs code wherever %s is used", dc.Variant.Value, name, name)
+			}
 			if !ok || target != "" && !syntax.ValidName(strings.SplitN(target, "[", 2)[0]) {
 				w.setVar(name, &value{ref: true, tainted: true}, fr)
 				continue
 			}
 			w.setVar(name, &value{ref: true, nameref: strings.SplitN(target, "[", 2)[0]}, fr)
 			continue
+		}
+		if as.Naked && integer {
+			// declare -i x: what is assigned to x later is arithmetic.
+			nv := &value{integer: true}
+			if v, ok := w.vars.get(name); ok {
+				c := *v
+				c.integer = true
+				nv = &c
+			}
+			w.vars.set(name, nv)
 		}
 		if as.Naked {
 			// export x: attributes only.

@@ -153,6 +153,12 @@ func (w *walker) assignValue(as *syntax.Assign, fr frame, numeric bool) *value {
 	if old, ok := w.vars.get(name); ok && old.exported || w.allexport {
 		v.exported = true
 	}
+	if old, ok := w.vars.get(name); numeric || ok && old.integer {
+		// declare -i i=$y, or i=$y after it: bash evaluates the value as
+		// arithmetic (y='a[$(id)]' runs id).
+		v.integer, numeric = true, true
+		w.integerValues(as, fr)
+	}
 	switch {
 	case as.Array != nil:
 		v.isList = true
@@ -196,7 +202,11 @@ func (w *walker) assignValue(as *syntax.Assign, fr frame, numeric bool) *value {
 		v.assoc = true
 	}
 	if numeric {
-		v.numeric = true
+		if v.known && !v.tainted {
+			// declare -i i=T stores T's value.
+			v.tainted = w.identTaint(v.str, 0) != ""
+		}
+		v.numeric = !v.tainted
 		v.known = v.known && isInteger(v.str)
 	}
 	if old, ok := w.vars.get(name); ok && (as.Append || as.Index != nil) && old.tainted {
@@ -211,6 +221,38 @@ func (w *walker) assignValue(as *syntax.Assign, fr frame, numeric bool) *value {
 		w.flag(FlagOpaque, fr.pos(as), "IFS is set to a value known only at run time: word splitting cannot be resolved")
 	}
 	return v
+}
+
+// integerValues checks what an assignment to a variable with the integer
+// attribute stores: bash evaluates each value as an arithmetic expression.
+func (w *walker) integerValues(as *syntax.Assign, fr frame) {
+	if as.Array != nil {
+		for _, el := range as.Array.Elems {
+			w.integerValue(el.Value, as.Name.Value, fr)
+		}
+		return
+	}
+	w.integerValue(as.Value, as.Name.Value, fr)
+}
+
+func (w *walker) integerValue(wd *syntax.Word, name string, fr frame) {
+	if wd == nil {
+		return
+	}
+	if s, ok := w.literal(wd); ok {
+		if !isInteger(s) {
+			w.arithText(s, fr.pos(wd), fr)
+		}
+		return
+	}
+	if numericWord(wd) {
+		return
+	}
+	if n := wordName(wd); n != "" {
+		w.arithVar(n, fr.pos(wd), fr)
+		return
+	}
+	w.flag(FlagOpaque, fr.pos(wd), "%s has the integer attribute: bash evaluates the value assigned to it, %s, as an arithmetic expression, and it is known only at run time", name, fr.srcOf(wd))
 }
 
 // maxValueBytes bounds a value the analyzer keeps as known.
@@ -313,10 +355,19 @@ func (w *walker) run(args []arg, cmd *Command, fr frame, mode lookup) {
 		return
 	}
 	cmd.Kind = "external"
+	if bare && (w.hashed[name.Value] || w.hashedAny) {
+		cmd.Opaque = "hash -p maps " + name.Value + " to a file the analyzer does not follow"
+		w.flag(FlagOpaque, cmd.Pos, "%s: what runs is that file, not %s", cmd.Opaque, name.Value)
+	}
 	w.checkArgv(args, cmd, base)
 	w.commandOutput(args, cmd.Kind, fr)
 	if !bare {
 		w.commandPath(name.Value, cmd.Pos, fr)
+	} else if p, known := w.pathCandidate(name.Value); !known {
+		w.flag(FlagScriptNotInspected, cmd.Pos, "%s: PATH, or the directory an entry of it names, is known only at run time", name.Value)
+		w.unseenAt(cmd.Pos, name.Value+" is looked up in a PATH known only at run time, so the analyzer cannot tell what runs")
+	} else if p != "" {
+		w.commandPath(p, cmd.Pos, fr)
 	} else if p, ok := w.lookPath(name.Value); ok && w.underInspection(p) {
 		w.inspectExecutable(p, name.Value, cmd.Pos, fr)
 	}
@@ -445,12 +496,18 @@ func (w *walker) checkArgv(args []arg, cmd *Command, what string) {
 }
 
 func (w *walker) denyArgv(variable, what string, pos Pos) {
-	ref := variable
-	if syntax.ValidName(ref) || isPositional(ref) {
-		ref = "$" + ref // a variable; anything else is a description
-	}
+	ref := refOf(variable)
 	w.deny(govern.ReasonCredentialInArgv, pos, "the value of "+ref+" would be placed on the command line of "+what+
 		" at "+pos.String()+", where every process of the same user can read it. "+sanctionedForms)
+}
+
+// refOf spells a taint for a message: $NAME for a variable or a positional
+// parameter; anything else is a description, kept as it is.
+func refOf(variable string) string {
+	if syntax.ValidName(variable) || isPositional(variable) {
+		return "$" + variable
+	}
+	return variable
 }
 
 // external handles what an external program does beyond its argv: scripts

@@ -662,6 +662,9 @@ func realPathOf(p string) string {
 // named at run time, which may be any of them. Only bash has them: dash
 // stops at an unknown option, and what follows is walked all the same.
 func (w *walker) setOption(name string, v tri, fr frame) {
+	if (name == "xtrace" || name == "") && v != off {
+		w.xtrace = true // bash and dash alike
+	}
 	if fr.dialect != DialectBash {
 		return
 	}
@@ -737,6 +740,8 @@ func (w *walker) setBuiltin(rest []arg, fr frame) {
 					w.setOption("privileged", state, fr)
 				case 'm':
 					w.setOption("monitor", state, fr)
+				case 'x':
+					w.setOption("xtrace", state, fr)
 				}
 			}
 		default:

@@ -225,13 +225,15 @@ opts:
 					}
 				case 'P':
 					setOpt("physical", state)
+				case 'x':
+					setOpt("xtrace", state)
 				case 'p':
 					setOpt("privileged", state)
 				case 'm':
 					setOpt("monitor", state)
 				case 'i':
 					w.flag(FlagOpaque, cmd.Pos, "%s -i is interactive and reads startup files", base)
-				case 'e', 'u', 'x', 'v', 'n', 'l', 'a', 'b', 'f', 'h', 'k', 't', 'B', 'C', 'E', 'H', 'T', 'r', 'D':
+				case 'e', 'u', 'v', 'n', 'l', 'a', 'b', 'f', 'h', 'k', 't', 'B', 'C', 'E', 'H', 'T', 'r', 'D':
 				default:
 					cmd.Opaque = base + ": unknown option " + v
 					w.flag(FlagOpaque, cmd.Pos, "%s", cmd.Opaque)

@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"maps"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -30,6 +31,11 @@ type hints struct {
 	// holding it from the start.
 	files    []string
 	anywhere string
+	// xtrace may be on (walker.xtrace).
+	xtrace bool
+	// hash -p names (walker.hashed, walker.hashedAny).
+	hashed    map[string]bool
+	hashedAny bool
 }
 
 // feedback is what the walk records for the next one.
@@ -92,6 +98,14 @@ func (w *walker) next() *hints {
 	}
 	h.args, h.rematch, h.dir = w.argTaint, w.rematchTaint, w.dirTaint
 	h.files, h.anywhere = w.taintedFiles, w.taintAnywhere
+	h.xtrace = w.xtrace
+	if h.xtrace && !old.xtrace {
+		changed = true // commands walked before set -x may be traced too
+	}
+	h.hashed, h.hashedAny = w.hashed, w.hashedAny
+	if h.hashedAny && !old.hashedAny || len(h.hashed) > len(old.hashed) {
+		changed = true // a name run before the hash -p (a loop, a trap) may run the file
+	}
 	if w.fb.missed && (h.args != old.args || h.rematch != old.rematch || h.dir != old.dir ||
 		len(h.files) != len(old.files) || h.anywhere != old.anywhere) {
 		changed = true
@@ -111,6 +125,9 @@ func (w *walker) applyHints(h *hints) {
 	w.argTaint, w.rematchTaint, w.dirTaint = h.args, h.rematch, h.dir
 	w.taintedFiles = append([]string(nil), h.files...)
 	w.taintAnywhere = h.anywhere
+	w.xtrace = h.xtrace
+	w.hashedAny = h.hashedAny
+	w.hashed = maps.Clone(h.hashed)
 }
 
 // noteRead records a file read while it holds no credential as far as

@@ -86,7 +86,8 @@ func (w *walker) findScript(name string, how scriptLookup, fr frame) (string, bo
 		if p, ok := w.lookPath(name); ok {
 			return p, true
 		}
-		if fr.dialect == DialectBash {
+		if fr.dialect == DialectBash && !w.pathUnknown() {
+			// Not in a PATH that could hold it: bash falls back to ./name.
 			return inCwd()
 		}
 		return "", false

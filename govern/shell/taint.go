@@ -289,6 +289,30 @@ func (w *walker) envDumpArgs(args []arg, kind string) string {
 				return "the environment (ps " + a.Value + ")"
 			}
 		}
+	case "envsubst":
+		// Its input with $NAME and ${NAME} replaced by their values.
+		return "the environment (envsubst)"
+	case "jq", "gojq", "jaq", "yq":
+		// env, $ENV, strenv(NAME) in the program; one known only at run
+		// time may hold them.
+		for _, a := range rest {
+			if a.Dynamic || jqEnv(a.Value) {
+				return "the environment (" + base + " env)"
+			}
+		}
+	case "make", "gmake":
+		// -p prints make's database, the environment's variables in it.
+		for _, a := range rest {
+			if a.Value == "--print-data-base" || len(a.Value) > 1 && a.Value[0] == '-' && a.Value[1] != '-' && strings.Contains(a.Value, "p") {
+				return "the environment (" + base + " " + a.Value + ")"
+			}
+		}
+	case "php", "php-cgi":
+		for _, a := range rest {
+			if a.Value == "-i" || a.Value == "--info" {
+				return "the environment (" + base + " " + a.Value + ")"
+			}
+		}
 	}
 	for _, a := range rest {
 		if envReader(a.Value) {
@@ -296,6 +320,32 @@ func (w *walker) envDumpArgs(args []arg, kind string) string {
 		}
 	}
 	return ""
+}
+
+// jqEnv reports whether a jq (or yq) program reads the environment: $ENV,
+// strenv(NAME), or the word env (env.T, env | .T, env(T)).
+func jqEnv(s string) bool {
+	if strings.Contains(s, "$ENV") || strings.Contains(s, "strenv(") {
+		return true
+	}
+	ident := func(i int) bool {
+		if i < 0 || i >= len(s) {
+			return false
+		}
+		c := s[i]
+		return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+	}
+	for i := strings.Index(s, "env"); i >= 0; {
+		if !ident(i-1) && !ident(i+3) {
+			return true
+		}
+		j := strings.Index(s[i+1:], "env")
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	return false
 }
 
 // envReader reports whether program text reads the environment.
@@ -367,6 +417,11 @@ func (w *walker) taintWrite(p, taint string, pos Pos) {
 		w.unseenAt(pos, "a credential is written to a file named only at run time, which the analyzer cannot follow to where it is read")
 		return
 	}
+	if procComm(a) {
+		w.deny(govern.ReasonCredentialInArgv, pos, "the credential "+refOf(taint)+" would be written to "+p+" at "+pos.String()+
+			": that is a process's name (comm), which every process on the host reads in /proc and ps, as it reads a command line. "+sanctionedForms)
+		return
+	}
 	for _, f := range w.taintedFiles {
 		if f == a {
 			return
@@ -376,6 +431,23 @@ func (w *walker) taintWrite(p, taint string, pos Pos) {
 	// read it after this, though walked before (feedback.go).
 	w.wroteRead(a)
 	w.taintedFiles = append(w.taintedFiles, a)
+}
+
+// procComm reports whether the absolute path a (a glob too) may be a
+// process's or a thread's name: /proc/PID/comm, /proc/PID/task/TID/comm,
+// through /proc/PID/root/ as well.
+func procComm(a string) bool {
+	c := strings.Split(strings.TrimPrefix(path.Clean(a), "/"), "/")
+	for len(c) > 3 && c[0] == "proc" && c[2] == "root" {
+		c = c[3:]
+	}
+	switch {
+	case len(c) == 3:
+		return c[0] == "proc" && couldMatch(c[2], "comm", false, false)
+	case len(c) == 5:
+		return c[0] == "proc" && couldMatch(c[2], "task", false, false) && couldMatch(c[4], "comm", false, false)
+	}
+	return false
 }
 
 func (w *walker) underWritable(p string) bool {

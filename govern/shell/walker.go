@@ -123,6 +123,18 @@ type walker struct {
 	// PATH; nil once it is assigned a value known only at run time.
 	path      []string
 	allexport bool // set -a
+	// xtrace: set -x (or bash -x, set -o xtrace, an option set at run
+	// time, an inherited SHELLOPTS) may be on somewhere in the run: bash
+	// then prints each command's expanded words to stderr (see traced).
+	// One flag for the whole run, and a hint for the walk again.
+	xtrace bool
+	// hashed are the names hash -p maps to a file (hashedAny: a name or
+	// an option known only at run time): running one runs that file.
+	// For the whole run, and a hint for the walk again.
+	hashed    map[string]bool
+	hashedAny bool
+	// startPath is the PATH the run starts with (pathCandidate).
+	startPath []string
 	// rerooted: a wrapper (chroot, sudo -R) changed the root directory, so
 	// no path the text names can be read from the host.
 	rerooted bool
@@ -235,6 +247,7 @@ func (w *walker) startEnv() {
 			w.setPath(v)
 		}
 	}
+	w.startPath = slices.Clone(w.path)
 	w.startDir()
 }
 
@@ -445,24 +458,29 @@ func (w *walker) walkStmt(st *syntax.Stmt, fr frame) {
 		switch loop := cmd.Loop.(type) {
 		case *syntax.WordIter:
 			taint := ""
-			numeric := len(loop.Items) > 0
+			numeric, names := len(loop.Items) > 0, len(loop.Items) > 0
 			for _, item := range loop.Items {
 				w.substitutions(item, fr)
 				if t := w.taintOf(item, &fr); t != "" {
 					taint = t
 				}
-				if numeric {
+				if numeric || names {
 					fs, ok := []string(nil), w.isStatic(item)
 					if ok {
 						fs, ok = w.fields(item, fr.dialect)
 					}
+					num, nam := ok, ok
 					for _, f := range fs {
-						ok = ok && isInteger(f)
+						num = num && isInteger(f)
+						nam = nam && (isInteger(f) || syntax.ValidName(f))
 					}
-					numeric = ok
+					numeric, names = numeric && num, names && nam
 				}
 			}
-			w.setVar(loop.Name.Value, &value{tainted: taint != "", numeric: numeric && taint == ""}, c)
+			if v, ok := w.vars.get(loop.Name.Value); ok && v.integer && !numeric {
+				w.flag(FlagOpaque, fr.pos(loop.Name), "%s has the integer attribute: bash evaluates each word the loop assigns to it as an arithmetic expression", loop.Name.Value)
+			}
+			w.setVar(loop.Name.Value, &value{tainted: taint != "", numeric: numeric && taint == "", names: names && taint == ""}, c)
 			if cmd.Select {
 				// select reads the choice into REPLY from stdin.
 				w.setVar("REPLY", &value{tainted: fr.in.taint != ""}, c)
@@ -524,6 +542,11 @@ func (w *walker) walkStmt(st *syntax.Stmt, fr frame) {
 		}
 	default:
 		w.flag(FlagOpaque, fr.pos(st), "unsupported construct %T", cmd)
+	}
+	if w.xtrace {
+		if t := w.traced(st.Cmd, &fr); t != "" {
+			w.outputs(t, "")
+		}
 	}
 	if !follow {
 		if bareExec(st) {
@@ -702,6 +725,9 @@ func (w *walker) child(fr frame, fn func()) {
 // pushd stack, a stdin that exec gave the parent (the child gets it through
 // its frame), and the directory as its $PWD names it.
 func (w *walker) startProcess() {
+	if v, ok := w.vars.get("SHELLOPTS"); ok && v.exported && (!v.known || strings.Contains(v.str, "xtrace")) {
+		w.xtrace = true
+	}
 	if v, ok := w.vars.get("SHELLOPTS"); !ok || !v.exported {
 		w.opts.physical, w.opts.privileged, w.opts.monitor = off, off, off
 	}
@@ -728,7 +754,7 @@ func sameSlice(a, b []string) bool {
 // setPath changes the PATH later lookups use; "\x00" means unknown.
 func (w *walker) setPath(v string) {
 	if v == "\x00" {
-		w.path = nil
+		w.path = []string{unknownPath} // see pathCandidate
 	} else {
 		w.path = strings.Split(v, ":")
 	}
@@ -857,7 +883,7 @@ func sameValue(a, b *value) bool {
 		return a == b
 	}
 	return a.known == b.known && a.isList == b.isList && a.str == b.str && slices.Equal(a.list, b.list) &&
-		a.numeric == b.numeric && a.tainted == b.tainted && a.exported == b.exported && a.assoc == b.assoc &&
+		a.numeric == b.numeric && a.names == b.names && a.integer == b.integer && a.tainted == b.tainted && a.exported == b.exported && a.assoc == b.assoc &&
 		a.nameref == b.nameref && a.ref == b.ref && a.unset == b.unset && a.credPath == b.credPath
 }
 
@@ -890,8 +916,16 @@ func (w *walker) setVarDepth(name string, v *value, fr frame, depth int) {
 			return
 		}
 	}
+	if had && old.integer && !v.integer {
+		// The attribute stays with the variable (loops, read, printf -v
+		// are checked where they assign).
+		c := *v
+		c.integer = true
+		v = &c
+	}
 	if fr.cond {
-		nv := &value{tainted: v.tainted || had && old.tainted, numeric: v.numeric && (!had || old.numeric)}
+		nv := &value{tainted: v.tainted || had && old.tainted, numeric: v.numeric && (!had || old.numeric),
+			names: plainName(v) && (!had || plainName(old)), integer: v.integer}
 		w.vars.set(name, nv)
 		return
 	}
@@ -938,6 +972,11 @@ func (w *walker) substNode(node syntax.Node, fr frame) {
 			if n.Excl || n.Names != 0 {
 				w.flag(FlagIndirection, fr.pos(n), "%s expands a variable named at run time", fr.srcOf(n))
 			}
+			if n.Excl && n.Names == 0 && !keysOf(n) {
+				w.indirectName(n, fr)
+			} else if v, ok := w.vars.get(paramName(n)); ok && v.ref && v.nameref == "" && !n.Excl {
+				w.flag(FlagOpaque, fr.pos(n), "%s is a nameref to a variable named at run time: a subscript in that name (a[$(id)]) runs code", fr.srcOf(n))
+			}
 			if n.Index != nil {
 				w.arith(n.Index, fr)
 			}
@@ -957,6 +996,104 @@ func (w *walker) substNode(node syntax.Node, fr frame) {
 		}
 		return true
 	})
+}
+
+// traced names the credential that set -x prints of a command: bash writes
+// each simple command's expanded words and assignments to stderr (+ X=VALUE
+// cmd ARG), [[ ]], (( )) and for's words too, before it runs them. What
+// : "$T" and GH_TOKEN=$T cmd print then carries the value.
+func (w *walker) traced(cmd syntax.Command, fr *frame) string {
+	var ws []*syntax.Word
+	assigns := func(as []*syntax.Assign) {
+		for _, a := range as {
+			ws = append(ws, a.Value)
+			if a.Array != nil {
+				for _, el := range a.Array.Elems {
+					ws = append(ws, el.Value)
+				}
+			}
+		}
+	}
+	switch cmd := cmd.(type) {
+	case *syntax.CallExpr:
+		assigns(cmd.Assigns)
+		ws = append(ws, cmd.Args...)
+	case *syntax.DeclClause:
+		assigns(cmd.Args)
+	case *syntax.ForClause:
+		if it, ok := cmd.Loop.(*syntax.WordIter); ok {
+			ws = append(ws, it.Items...)
+		}
+	case *syntax.CaseClause:
+		ws = append(ws, cmd.Word)
+	case *syntax.TestClause, *syntax.ArithmCmd, *syntax.LetClause:
+		syntax.Walk(cmd, func(n syntax.Node) bool {
+			if wd, ok := n.(*syntax.Word); ok {
+				ws = append(ws, wd)
+				return false
+			}
+			return true
+		})
+	}
+	for _, wd := range ws {
+		if wd == nil {
+			continue
+		}
+		if t := w.taintOf(wd, fr); t != "" {
+			return t + " (printed by set -x)"
+		}
+	}
+	return ""
+}
+
+// keysOf reports whether p is ${!a[@]} or ${!a[*]}: the array's keys,
+// not an indirection.
+func keysOf(p *syntax.ParamExp) bool {
+	if p.Index == nil {
+		return false
+	}
+	wd, ok := p.Index.(*syntax.Word)
+	if !ok {
+		return false
+	}
+	s, ok := plainLit(wd)
+	return ok && (s == "@" || s == "*")
+}
+
+// indirectName checks the name ${!x} expands: bash evaluates a subscript
+// in it (x='a[$(id)]'; echo "${!x}" runs id), so a name known only at
+// run time is code the analyzer cannot see, and a known one is checked as
+// a builtin's variable name is.
+func (w *walker) indirectName(p *syntax.ParamExp, fr frame) {
+	name := paramName(p)
+	v, ok := w.vars.get(name)
+	if p.Index == nil && ok && v.known && !v.isList {
+		w.checkVarName(v.str, fr.pos(p), fr.srcOf(p))
+		return
+	}
+	if p.Index == nil && ok && plainName(v) {
+		return // for v in HOME PATH; do echo "${!v}"; done
+	}
+	if p.Index == nil && isSpecialParam(name) {
+		return // ${!#}: the last positional parameter's value, a word
+	}
+	w.flag(FlagOpaque, fr.pos(p), "%s expands the variable that %s names, which is known only at run time: a subscript in that name (a[$(id)]) runs code", fr.srcOf(p), name)
+}
+
+// plainName reports whether a variable only ever held a name or a number:
+// as the name ${!x} expands, it has no subscript to evaluate.
+func plainName(v *value) bool {
+	return v.names || v.numeric || v.known && !v.isList && (syntax.ValidName(v.str) || isInteger(v.str))
+}
+
+// isSpecialParam reports whether name is one of bash's special parameters
+// whose value bash sets itself and that cannot hold a subscript.
+func isSpecialParam(name string) bool {
+	switch name {
+	case "#", "?", "$", "!", "-":
+		return true
+	}
+	return false
 }
 
 func paramName(p *syntax.ParamExp) string {
@@ -983,7 +1120,11 @@ func (w *walker) arith(x syntax.ArithmExpr, fr frame) {
 			if isAssignOp(n.Op) {
 				if wd, ok := n.X.(*syntax.Word); ok {
 					if name := wordName(wd); name != "" {
-						w.setVar(name, &value{numeric: true}, fr)
+						t := w.arithTaint(n.Y, &fr)
+						if n.Op != syntax.Assgn && t == "" {
+							t = w.nameTaint(name, 0) // x += T keeps x's
+						}
+						w.setVar(name, &value{numeric: t == "", tainted: t != ""}, fr)
 					}
 				}
 			}
@@ -1030,6 +1171,9 @@ func wordName(wd *syntax.Word) string {
 			return p.Value
 		}
 	case *syntax.ParamExp:
+		if p.Length {
+			return "" // ${#x} is a number
+		}
 		if p.Param != nil && p.Short || p.Param != nil && p.Exp == nil && p.Index == nil {
 			return p.Param.Value
 		}
@@ -1037,22 +1181,59 @@ func wordName(wd *syntax.Word) string {
 	return ""
 }
 
-// arithOperand checks one operand of an arithmetic expression.
+// arithOperand checks one operand of an arithmetic expression. A number
+// is a literal (wordName gives none); $1 and $0 are not numbers but what
+// the caller passed, so they are checked like any variable.
 func (w *walker) arithOperand(wd *syntax.Word, fr frame) {
-	name := wordName(wd)
-	if name == "" {
-		// $(...) and friends are walked by arith; literals are numbers.
-		for _, p := range wd.Parts {
-			if pe, ok := p.(*syntax.ParamExp); ok && pe.Param != nil {
-				w.arithVar(pe.Param.Value, fr.pos(wd), fr)
+	if name := wordName(wd); name != "" {
+		w.arithVar(name, fr.pos(wd), fr)
+		return
+	}
+	// $(...) and friends are walked by arith; literals are numbers.
+	quoted := false
+	for _, p := range wd.Parts {
+		switch p := p.(type) {
+		case *syntax.ParamExp:
+			if p.Param != nil && !p.Length {
+				w.arithVar(p.Param.Value, fr.pos(wd), fr)
+			}
+		case *syntax.SglQuoted:
+			quoted = true
+		case *syntax.DblQuoted:
+			quoted = true
+			for _, q := range p.Parts {
+				if pe, ok := q.(*syntax.ParamExp); ok && pe.Param != nil && !pe.Length {
+					w.arithVar(pe.Param.Value, fr.pos(wd), fr)
+				}
 			}
 		}
+	}
+	if !quoted {
 		return
 	}
-	if len(name) > 0 && name[0] >= '0' && name[0] <= '9' {
-		return
+	// Bash removes the quotes and evaluates the text that is left:
+	// let 'n = a[$(id)]' and x='a[$(id)]'; (( "$x" )) run id. A value
+	// known only at run time was flagged above.
+	if s, ok := w.literal(wd); ok && !isArithSafe(s) {
+		w.arithText(s, fr.pos(wd), fr)
 	}
-	w.arithVar(name, fr.pos(wd), fr)
+}
+
+// arithText walks text that bash evaluates as one arithmetic expression,
+// as the code (( TEXT )). Text that is not exactly one expression there
+// (it would close the parentheses and go on) is opaque: bash refuses it,
+// but the analyzer does not guess how.
+func (w *walker) arithText(s string, pos Pos, fr frame) {
+	code := "(( " + s + " ))"
+	if f, err := parse(code, "", fr.dialect); err == nil && len(f.Stmts) == 1 {
+		st := f.Stmts[0]
+		if _, ok := st.Cmd.(*syntax.ArithmCmd); ok && len(st.Redirs) == 0 && !st.Background && !st.Coprocess &&
+			!st.Negated && int(st.End().Offset()) == len(code) {
+			w.nested(Word{Value: code}, fr.dialect, pos, fr, "arithmetic")
+			return
+		}
+	}
+	w.flag(FlagOpaque, pos, "arithmetic evaluates the text %q, which is not one arithmetic expression", s)
 }
 
 func (w *walker) arithVar(name string, pos Pos, fr frame) {
@@ -1064,7 +1245,11 @@ func (w *walker) arithVar(name string, pos Pos, fr frame) {
 	if ok && (v.numeric || v.known && !v.isList && isArithSafe(v.str)) {
 		return
 	}
-	w.flag(FlagOpaque, pos, "arithmetic evaluates the value of %s as an expression, and that value is not known to be a number", name)
+	label := name
+	if name[0] >= '0' && name[0] <= '9' {
+		label = "$" + name // a positional parameter
+	}
+	w.flag(FlagOpaque, pos, "arithmetic evaluates the value of %s as an expression, and that value is not known to be a number", label)
 }
 
 // isArithSafe reports whether a static value, evaluated as arithmetic,
@@ -1129,6 +1314,11 @@ func (w *walker) arithOperandWord(wd *syntax.Word, fr frame) {
 func (w *walker) walkRedirects(rs []*syntax.Redirect, fr frame) []Redirect {
 	var out []Redirect
 	for _, r := range rs {
+		if createsFile(r.Op) {
+			if t := w.taintOf(r.Word, &fr); t != "" {
+				w.denyFileName(t, "the redirection", fr.pos(r))
+			}
+		}
 		switch r.Op {
 		case syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc, syntax.DplIn, syntax.DplOut:
 			if r.Op == syntax.DplOut || r.Op == syntax.DplIn {
@@ -1156,6 +1346,28 @@ func (w *walker) walkRedirects(rs []*syntax.Redirect, fr frame) []Redirect {
 		out = append(out, red)
 	}
 	return out
+}
+
+// createsFile reports whether a redirection may create the file its word
+// names (>&word does when the word is not a descriptor).
+func createsFile(op syntax.RedirOperator) bool {
+	switch op {
+	case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.RdrAll, syntax.AppAll, syntax.RdrInOut, syntax.AppClob,
+		syntax.RdrAllClob, syntax.AppAllClob, syntax.DplOut:
+		return true
+	}
+	return false
+}
+
+// denyFileName refuses a redirection whose target is named with a
+// credential: the value becomes a file's name, which every process that
+// lists the directory reads (on the host, in a workspace root, after the
+// run too), and which a later glob or ls puts on a command line the
+// analyzer does not see (: > "x$T"; curl x*).
+func (w *walker) denyFileName(variable, what string, pos Pos) {
+	w.deny(govern.ReasonCredentialInArgv, pos, "the value of "+refOf(variable)+" would be the name of the file "+what+" at "+pos.String()+
+		" creates, which every process that lists its directory can read, and which a glob or ls would put on a command line. "+
+		"Name the file with something else and write the value into it. "+sanctionedForms)
 }
 
 func isFD(s string) bool {
@@ -1217,29 +1429,35 @@ func (w *walker) noteRun(p string, pos Pos, fr frame) bool {
 	if a == "" {
 		return false
 	}
+	at, detail, ok := w.writeBefore(a)
+	if ok {
+		w.a.Links = append(w.a.Links, Link{Path: a, Write: at, Run: pos})
+		w.flag(FlagWriteThenRun, pos, "%s", detail)
+	}
+	return ok
+}
+
+// writeBefore finds an earlier write of the absolute path a: of a itself,
+// of a directory above it (as named or after symlinks), or of a target
+// known only at run time; detail says which, for the flag.
+func (w *walker) writeBefore(a string) (at Pos, detail string, ok bool) {
 	for _, wr := range w.writes {
 		if wr.path == a {
-			w.a.Links = append(w.a.Links, Link{Path: a, Write: wr.pos, Run: pos})
-			w.flag(FlagWriteThenRun, pos, "%s was written at %s and is run here", a, wr.pos)
-			return true
+			return wr.pos, fmt.Sprintf("%s was written at %s and is run here", a, wr.pos), true
 		}
 	}
 	real := w.realPath(a)
 	for _, wr := range w.writes {
 		wreal := w.realPath(wr.path)
 		if strings.HasPrefix(a, wr.path+"/") || wreal == real || strings.HasPrefix(real, wreal+"/") {
-			w.a.Links = append(w.a.Links, Link{Path: a, Write: wr.pos, Run: pos})
-			w.flag(FlagWriteThenRun, pos, "%s is run here, and %s, which names it or a directory above it, was changed at %s", a, wr.path, wr.pos)
-			return true
+			return wr.pos, fmt.Sprintf("%s is run here, and %s, which names it or a directory above it, was changed at %s", a, wr.path, wr.pos), true
 		}
 	}
 	if len(w.dynWrites) > 0 {
 		wp := w.dynWrites[0]
-		w.a.Links = append(w.a.Links, Link{Path: a, Write: wp, Run: pos})
-		w.flag(FlagWriteThenRun, pos, "%s is run here, and the command at %s changed a file or directory named only at run time, which may be it or a directory above it", a, wp)
-		return true
+		return wp, fmt.Sprintf("%s is run here, and the command at %s changed a file or directory named only at run time, which may be it or a directory above it", a, wp), true
 	}
-	return false
+	return Pos{}, "", false
 }
 
 // inPath reports whether name is found as a file in the run's PATH.
@@ -1248,19 +1466,65 @@ func (w *walker) inPath(name string) bool {
 	return ok
 }
 
-// lookPath finds name in the run's PATH (relative PATH entries are
-// skipped: the executor never sets them). Results are cached per analysis.
+// unknownPath stands for a PATH the text set to a value known only at run
+// time.
+const unknownPath = "\x00"
+
+// pathCandidate is the file a bare name runs when it is not what lookPath
+// reports: through a relative PATH entry the text set (".", or an empty
+// entry: the current directory), or an entry outside the system
+// directories that holds no such file now but comes first, where the text
+// can create it before the command runs (PATH=/tmp/b:$PATH after writing
+// /tmp/b/tool): any entry the text added, and one of the PATH the run
+// starts with when the text writes there first. dir is false when the file is not known: PATH, or the
+// directory a relative entry names, is known only at run time. "" with
+// dir true: the name runs what lookPath finds, or nothing the text can
+// make.
+func (w *walker) pathCandidate(name string) (cand string, dir bool) {
+	for _, entry := range w.path {
+		d, ok := w.pathDir(entry)
+		if !ok {
+			return "", false
+		}
+		rel := d != entry
+		p := filepath.Join(d, name)
+		switch {
+		case isRegular(p):
+			if rel {
+				return p, true
+			}
+			return "", true // lookPath's
+		case !isSystemPath(p):
+			if _, _, written := w.writeBefore(p); written || rel || !slices.Contains(w.startPath, d) {
+				return p, true
+			}
+		}
+	}
+	return "", true
+}
+
+// lookPath finds name in the run's PATH. The executor sets only absolute
+// entries, but the text may set relative ones (PATH=sub:$PATH; source
+// x.sh reads sub/x.sh): those, and an empty entry, are the current
+// directory's, and a lookup that meets one in a directory known only at
+// run time, or a PATH known only at run time, finds nothing (pathUnknown).
+// Results are cached per analysis while every entry is absolute.
 func (w *walker) lookPath(name string) (string, bool) {
 	if strings.Contains(name, "/") || name == "" {
 		return "", false
 	}
-	if p, ok := w.pathCache[name]; ok {
+	rel := false
+	for _, dir := range w.path {
+		rel = rel || !filepath.IsAbs(dir)
+	}
+	if p, ok := w.pathCache[name]; ok && !rel {
 		return p, p != ""
 	}
 	found := ""
-	for _, dir := range w.path {
-		if dir == "" || !filepath.IsAbs(dir) {
-			continue
+	for _, entry := range w.path {
+		dir, ok := w.pathDir(entry)
+		if !ok {
+			break
 		}
 		p := filepath.Join(dir, name)
 		if isRegular(p) {
@@ -1268,8 +1532,36 @@ func (w *walker) lookPath(name string) (string, bool) {
 			break
 		}
 	}
-	w.pathCache[name] = found
+	if !rel {
+		w.pathCache[name] = found
+	}
 	return found, found != ""
+}
+
+// pathDir is the directory a PATH entry names: a relative or empty one is
+// the current directory's; false when that, or PATH, is known only at run
+// time.
+func (w *walker) pathDir(entry string) (string, bool) {
+	switch {
+	case entry == unknownPath:
+		return "", false
+	case filepath.IsAbs(entry):
+		return entry, true
+	case w.cwd == "":
+		return "", false
+	}
+	return filepath.Join(w.cwd, entry), true
+}
+
+// pathUnknown reports whether a PATH lookup can miss what runs: PATH is
+// known only at run time, or has a relative entry in a directory that is.
+func (w *walker) pathUnknown() bool {
+	for _, entry := range w.path {
+		if _, ok := w.pathDir(entry); !ok {
+			return true
+		}
+	}
+	return false
 }
 
 // fn returns the function a name is defined as at this point, or nil.

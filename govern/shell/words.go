@@ -18,6 +18,8 @@ type value struct {
 	isList   bool
 	str      string
 	numeric  bool // only ever held an arithmetic result
+	names    bool // only ever held a variable name or a number (what ${!x} may expand)
+	integer  bool // declare -i: bash evaluates every value assigned to it as arithmetic
 	tainted  bool // carries a credential value
 	exported bool // visible to child processes
 	assoc    bool // declare -A: subscripts are strings, not arithmetic
@@ -370,10 +372,67 @@ func (w *walker) taintOf(word *syntax.Word, fr *frame) string {
 			return false
 		case *syntax.ProcSubst:
 			return false // yields a /dev/fd path, not a value
+		case *syntax.ArithmExp:
+			found = w.arithTaint(n.X, fr)
+			return false
 		}
 		return found == ""
 	})
 	return found
+}
+
+// arithTaint names the credential an arithmetic expression's value may
+// carry. Bash evaluates a variable named in it, T as well as $T, to its
+// value, and a value that is an expression in turn: $((T)), $((T + 0))
+// and (( x = T )) are a numeric credential's digits.
+func (w *walker) arithTaint(x syntax.ArithmExpr, fr *frame) string {
+	found := ""
+	syntax.Walk(x, func(n syntax.Node) bool {
+		if found != "" {
+			return false
+		}
+		wd, ok := n.(*syntax.Word)
+		if !ok {
+			return true
+		}
+		if name := wordName(wd); name != "" {
+			found = w.nameTaint(name, 0)
+		}
+		if found == "" {
+			found = w.taintOf(wd, fr)
+		}
+		return false
+	})
+	return found
+}
+
+// nameTaint is the credential the variable name evaluates to in
+// arithmetic: its own, or that of a name its known value refers to
+// (y=T; $((y))), a few levels deep.
+func (w *walker) nameTaint(name string, depth int) string {
+	if w.isTainted(name) {
+		return name
+	}
+	if v, ok := w.vars.get(name); ok && v.known && !v.isList && depth < 4 {
+		return w.identTaint(v.str, depth+1)
+	}
+	return ""
+}
+
+// identTaint is nameTaint of the first identifier in the arithmetic text
+// s that carries a credential (declare -i i=T stores T's value).
+func (w *walker) identTaint(s string, depth int) string {
+	for _, id := range strings.FieldsFunc(s, func(r rune) bool {
+		return !(r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+	}) {
+		if id[0] >= '0' && id[0] <= '9' {
+			continue
+		}
+		if t := w.nameTaint(id, depth); t != "" {
+			return t
+		}
+	}
+	return ""
 }
 
 func (w *walker) paramTaint(p *syntax.ParamExp, fr *frame) string {
