@@ -177,6 +177,45 @@ func TestAttackWriteOutsideRoots(t *testing.T) {
 	})
 }
 
+// The kernel's settings under /proc/sys are not namespaced (most of them)
+// and their permission check is the caller's uid against the host's root,
+// not a capability: a sandbox whose uid 0 is the host's root (a root gateway
+// without run_as) could set kernel.core_pattern or kernel.modprobe to a
+// program in its workspace, which the kernel then runs as root on the host.
+// Bubblewrap leaves /proc/sys writable (its check of the directory's own
+// mode says read-only). fs.lease-break-time is a harmless global setting to
+// try it with; the host is checked, and put back if the write got through.
+func TestAttackKernelSettings(t *testing.T) {
+	const setting = "/proc/sys/fs/lease-break-time"
+	requireSandbox(t)
+	// One identity at a time: they share the setting.
+	for _, id := range identities(t) {
+		t.Run(id.name, func(t *testing.T) { kernelSettingAttack(t, id, setting) })
+	}
+}
+
+func kernelSettingAttack(t *testing.T, id identity, setting string) {
+	before, err := os.ReadFile(setting)
+	assert.NilError(t, err)
+	was := strings.TrimSpace(string(before))
+	want := "46"
+	if was == want {
+		want = "47"
+	}
+	t.Cleanup(func() { _ = os.WriteFile(setting, before, 0) })
+	ws := id.workspace(t)
+	o := id.run(t, id.spec(ws, `(echo `+want+` > `+setting+`) 2>/dev/null && echo WROTE; `+
+		`(: > /proc/sysrq-trigger) 2>/dev/null && echo SYSRQ; `+
+		`awk '$5 == "/proc/sys" {print "mount", $6}' /proc/self/mountinfo | cut -d, -f1`))
+	assert.Check(t, is.Equal(o.Status, govern.StatusCompleted), o.Message)
+	after, err := os.ReadFile(setting)
+	assert.NilError(t, err)
+	assert.Check(t, is.Equal(strings.TrimSpace(string(after)), was), "the sandbox changed the host's %s", setting)
+	assert.Check(t, !strings.Contains(o.stdout, "WROTE"), o.stdout)
+	assert.Check(t, !strings.Contains(o.stdout, "SYSRQ"), o.stdout)
+	assert.Check(t, is.Contains(o.stdout, "mount ro\n"), "/proc/sys is mounted read-only")
+}
+
 func TestAttackProtectedPaths(t *testing.T) {
 	forEachIdentity(t, func(t *testing.T, id identity) {
 		ws := id.workspace(t)
