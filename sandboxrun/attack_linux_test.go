@@ -216,6 +216,36 @@ func kernelSettingAttack(t *testing.T, id identity, setting string) {
 	assert.Check(t, is.Contains(o.stdout, "mount ro\n"), "/proc/sys is mounted read-only")
 }
 
+// A file the sandbox makes set-user-ID in the workspace keeps that bit on
+// the host, where the workspace's mount has no nosuid: whoever runs it
+// there runs as its owner, the sandbox's uid, which under a root gateway
+// without run_as is the host's root (observed: a bash made so by the
+// sandbox gave the unprivileged user euid 0). Every way to set the bits is
+// tried; the host's files are checked, and an ordinary mode still works.
+func TestAttackSetIDFiles(t *testing.T) {
+	forEachIdentity(t, func(t *testing.T, id identity) {
+		ws := id.workspace(t)
+		script := `cp /bin/true a; chmod 4755 a; cp /bin/true b; chmod g+s b; ` +
+			`install -m 6755 /bin/true c; ` +
+			`python3 -c 'import os; os.close(os.open("d", os.O_CREAT|os.O_WRONLY, 0o4755))'; ` +
+			`python3 -c 'import os, stat; os.mknod("e", stat.S_IFREG|0o6755)'; ` +
+			`mkdir f; chmod 2755 f; ` +
+			`cp /bin/true plain; chmod 0755 plain && echo plain-ok; true`
+		o := id.run(t, id.spec(ws, script))
+		assert.Check(t, is.Equal(o.Status, govern.StatusCompleted), o.Message)
+		assert.Check(t, is.Contains(o.stdout, "plain-ok"), o.stderr)
+		assert.NilError(t, filepath.Walk(ws, func(p string, fi os.FileInfo, err error) error {
+			if err != nil {
+				return err
+			}
+			assert.Check(t, fi.Mode()&(os.ModeSetuid|os.ModeSetgid) == 0, "%s is %v on the host", p, fi.Mode())
+			return nil
+		}))
+		fi, err := os.Stat(filepath.Join(ws, "plain"))
+		assert.Check(t, err == nil && fi.Mode().Perm() == 0o755, "an ordinary chmod still works")
+	})
+}
+
 func TestAttackProtectedPaths(t *testing.T) {
 	forEachIdentity(t, func(t *testing.T, id identity) {
 		ws := id.workspace(t)
