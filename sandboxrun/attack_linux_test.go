@@ -179,8 +179,9 @@ func TestAttackWriteOutsideRoots(t *testing.T) {
 
 // The kernel's settings under /proc/sys are not namespaced (most of them)
 // and their permission check is the caller's uid against the host's root,
-// not a capability: a sandbox whose uid 0 is the host's root (a root gateway
-// without run_as) could set kernel.core_pattern or kernel.modprobe to a
+// not a capability: a sandbox whose uid 0 is the host's root (the "root"
+// identity: sandboxrun run by root with no run_as, which the gateway itself
+// refuses but the helper accepts) could set kernel.core_pattern to a
 // program in its workspace, which the kernel then runs as root on the host.
 // Bubblewrap leaves /proc/sys writable (its check of the directory's own
 // mode says read-only). fs.lease-break-time is a harmless global setting to
@@ -218,9 +219,10 @@ func kernelSettingAttack(t *testing.T, id identity, setting string) {
 
 // A file the sandbox makes set-user-ID in the workspace keeps that bit on
 // the host, where the workspace's mount has no nosuid: whoever runs it
-// there runs as its owner, the sandbox's uid, which under a root gateway
-// without run_as is the host's root (observed: a bash made so by the
-// sandbox gave the unprivileged user euid 0). Every way to set the bits is
+// there runs as its owner, the sandbox's uid, outside every sandbox: the
+// run_as user's, and for the "root" identity (no run_as) the host's root
+// (observed: a bash made so by the sandbox gave the unprivileged user
+// euid 0). Every way to set the bits is
 // tried; the host's files are checked, and an ordinary mode still works.
 func TestAttackSetIDFiles(t *testing.T) {
 	forEachIdentity(t, func(t *testing.T, id identity) {

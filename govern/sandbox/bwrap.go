@@ -245,8 +245,9 @@ func BuildArgs(l Layout) []string {
 	sized(l.TmpfsBytes, "1777", "/dev/shm")
 	a = append(a, "--remount-ro", "/dev", "--proc", "/proc")
 	// The kernel's settings are checked against the caller's uid, not a
-	// capability: where the sandbox's uid 0 is the host's root (a root
-	// gateway without run_as), a writable /proc/sys is kernel.core_pattern
+	// capability: where the sandbox's uid 0 is the host's root (root runs
+	// mitrity-sandboxrun with no run_as; the gateway refuses to, the
+	// helper does not), a writable /proc/sys is kernel.core_pattern
 	// and kernel.modprobe, programs the kernel runs as root on the host.
 	// Bubblewrap leaves it writable (it judges by the directory's mode), so
 	// it is bound read-only here, and so is the SysRq trigger.

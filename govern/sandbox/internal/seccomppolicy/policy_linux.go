@@ -46,7 +46,8 @@ import (
 //	chmod fchmod fchmodat         a mode with S_ISUID or S_ISGID   the workspace is the host's: a set-user-ID file
 //	  fchmodat2 creat mknod         EPERM (open, openat: only when   made there runs as its owner for whoever on the
 //	  mknodat open openat           O_CREAT or O_TMPFILE is set)     host executes it, and its owner is the sandbox's
-//	                                                               uid (the host's root under a root gateway without
+//	                                                               uid (run_as's, outside every sandbox; the host's
+//	                                                               root when root runs mitrity-sandboxrun without
 //	                                                               run_as); nosuid holds only inside the sandbox
 //	openat2                       ENOSYS                           its mode is in memory the filter cannot read;
 //	                                                               libc's open does not use it
