@@ -138,18 +138,6 @@ const (
 	openCreates = unix.O_CREAT | (unix.O_TMPFILE &^ unix.O_DIRECTORY)
 )
 
-// SetIDModeCalls are the calls whose mode argument may not set S_ISUID or
-// S_ISGID, on architecture a.
-func SetIDModeCalls(a *arch.Info) []string {
-	var out []string
-	for _, m := range setIDModeArgs {
-		if _, ok := a.SyscallNames[m.call]; ok {
-			out = append(out, m.call)
-		}
-	}
-	return out
-}
-
 // Namespace flags: unshare may not use any; clone may not use those that
 // fit its flags word (CLONE_NEWTIME's bit is the exit signal there).
 const (
