@@ -255,12 +255,20 @@ echo ok` + " 2>/dev/null"
 		_, err := os.Lstat(filepath.Join(home, ".config/autostart"))
 		assert.Check(t, os.IsNotExist(err), ".config/autostart is still there")
 		// ~/.ssh is masked when it exists; a missing one cannot be made.
-		o = id.run(t, spec(`mkdir .ssh && echo 'Host *' > .ssh/config; sleep 5; echo STILL-RUNNING`))
-		assert.Check(t, is.Equal(o.Status, govern.StatusKilled), "%s %s", o.Status, o.Message)
-		assert.Check(t, !strings.Contains(o.stdout, "STILL-RUNNING"), o.stdout)
-		_, err = os.Lstat(filepath.Join(home, ".ssh"))
-		assert.Check(t, os.IsNotExist(err), ".ssh is still there")
-		assert.Check(t, slices.Contains(o.ProtectedCreated, filepath.Join(home, ".ssh")), "%v", o.ProtectedCreated)
+		// Nor can a gateway's user config (as ownfiles.Locates holds this
+		// gateway's own).
+		for _, made := range []string{".ssh/config", ".config/mitrity/mitrity-gateway.yaml"} {
+			dir := filepath.Join(home, strings.Split(made, "/")[0])
+			if strings.HasPrefix(made, ".config/") {
+				dir = filepath.Join(home, ".config/mitrity")
+			}
+			o = id.run(t, spec(`mkdir -p `+filepath.Dir(made)+` && echo 'x' > `+made+`; sleep 5; echo STILL-RUNNING`))
+			assert.Check(t, is.Equal(o.Status, govern.StatusKilled), "%s: %s %s", made, o.Status, o.Message)
+			assert.Check(t, !strings.Contains(o.stdout, "STILL-RUNNING"), o.stdout)
+			_, err = os.Lstat(dir)
+			assert.Check(t, os.IsNotExist(err), "%s is still there", dir)
+			assert.Check(t, slices.Contains(o.ProtectedCreated, dir), "%v", o.ProtectedCreated)
+		}
 		project := id.workspace(t)
 		o = id.run(t, id.spec(project, `mkdir -p .config/git .config/nextest && echo x > .gitconfig && echo MADE`))
 		assert.Check(t, is.Equal(o.Status, govern.StatusCompleted), "%s %s", o.Status, o.Message)

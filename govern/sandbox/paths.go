@@ -139,6 +139,7 @@ var HomeProtected = []Named{
 	{".gitconfig", "git runs what the user's global config names (core.fsmonitor, core.pager, aliases, core.hooksPath) in every repository"},
 	{".config/git", "git's global config in its XDG place, as .gitconfig"},
 	{".ssh", "ssh runs its config's ProxyCommand and LocalCommand (masked when it exists; a missing one cannot be made)"},
+	{".config/mitrity", "a gateway that user starts without --config reads its configuration there"},
 	{".config/fish", "fish runs its config.fish for every shell"},
 	{".config/systemd", "systemd starts the user's units"},
 	{".config/autostart", "the desktop session starts its entries at login"},
