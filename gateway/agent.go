@@ -198,7 +198,7 @@ func newAgentLaunch(c *cli.Context, cfg *config.Config, svc *service.Service, lo
 		Config: cfg, Policy: pol, Agent: c.String("agent"), Framework: c.String("framework"),
 		Argv: c.Args().Slice(), Environ: os.Environ(), Cwd: cwd, Home: home, RunAs: runAs,
 		Hook: hook, Socket: sock, Render: agentlaunch.HookRenderer(hook),
-		DenyPaths: own.Paths(ownfiles.Configures, ownfiles.Keeps), ReadOnlyPaths: own.Paths(ownfiles.Executes),
+		DenyPaths: own.Paths(ownfiles.Configures, ownfiles.Keeps), ReadOnlyPaths: own.Paths(ownfiles.Executes, ownfiles.Locates),
 		Bwrap: sandbox.Bwrap{Path: rep.BwrapPath, Version: rep.BwrapVersion}, TTY: isTerminal(os.Stdin) || isTerminal(os.Stdout),
 		Logger: logger,
 	})

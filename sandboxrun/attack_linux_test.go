@@ -177,6 +177,77 @@ func TestAttackWriteOutsideRoots(t *testing.T) {
 	})
 }
 
+// The kernel's settings under /proc/sys are not namespaced (most of them)
+// and their permission check is the caller's uid against the host's root,
+// not a capability: a sandbox whose uid 0 is the host's root (the "root"
+// identity: sandboxrun run by root with no run_as, which the gateway itself
+// refuses but the helper accepts) could set kernel.core_pattern to a
+// program in its workspace, which the kernel then runs as root on the host.
+// Bubblewrap leaves /proc/sys writable (its check of the directory's own
+// mode says read-only). fs.lease-break-time is a harmless global setting to
+// try it with; the host is checked, and put back if the write got through.
+func TestAttackKernelSettings(t *testing.T) {
+	const setting = "/proc/sys/fs/lease-break-time"
+	requireSandbox(t)
+	// One identity at a time: they share the setting.
+	for _, id := range identities(t) {
+		t.Run(id.name, func(t *testing.T) { kernelSettingAttack(t, id, setting) })
+	}
+}
+
+func kernelSettingAttack(t *testing.T, id identity, setting string) {
+	before, err := os.ReadFile(setting)
+	assert.NilError(t, err)
+	was := strings.TrimSpace(string(before))
+	want := "46"
+	if was == want {
+		want = "47"
+	}
+	t.Cleanup(func() { _ = os.WriteFile(setting, before, 0) })
+	ws := id.workspace(t)
+	o := id.run(t, id.spec(ws, `(echo `+want+` > `+setting+`) 2>/dev/null && echo WROTE; `+
+		`(: > /proc/sysrq-trigger) 2>/dev/null && echo SYSRQ; `+
+		`awk '$5 == "/proc/sys" {print "mount", $6}' /proc/self/mountinfo | cut -d, -f1`))
+	assert.Check(t, is.Equal(o.Status, govern.StatusCompleted), o.Message)
+	after, err := os.ReadFile(setting)
+	assert.NilError(t, err)
+	assert.Check(t, is.Equal(strings.TrimSpace(string(after)), was), "the sandbox changed the host's %s", setting)
+	assert.Check(t, !strings.Contains(o.stdout, "WROTE"), o.stdout)
+	assert.Check(t, !strings.Contains(o.stdout, "SYSRQ"), o.stdout)
+	assert.Check(t, is.Contains(o.stdout, "mount ro\n"), "/proc/sys is mounted read-only")
+}
+
+// A file the sandbox makes set-user-ID in the workspace keeps that bit on
+// the host, where the workspace's mount has no nosuid: whoever runs it
+// there runs as its owner, the sandbox's uid, outside every sandbox: the
+// run_as user's, and for the "root" identity (no run_as) the host's root
+// (observed: a bash made so by the sandbox gave the unprivileged user
+// euid 0). Every way to set the bits is
+// tried; the host's files are checked, and an ordinary mode still works.
+func TestAttackSetIDFiles(t *testing.T) {
+	forEachIdentity(t, func(t *testing.T, id identity) {
+		ws := id.workspace(t)
+		script := `cp /bin/true a; chmod 4755 a; cp /bin/true b; chmod g+s b; ` +
+			`install -m 6755 /bin/true c; ` +
+			`python3 -c 'import os; os.close(os.open("d", os.O_CREAT|os.O_WRONLY, 0o4755))'; ` +
+			`python3 -c 'import os, stat; os.mknod("e", stat.S_IFREG|0o6755)'; ` +
+			`mkdir f; chmod 2755 f; ` +
+			`cp /bin/true plain; chmod 0755 plain && echo plain-ok; true`
+		o := id.run(t, id.spec(ws, script))
+		assert.Check(t, is.Equal(o.Status, govern.StatusCompleted), o.Message)
+		assert.Check(t, is.Contains(o.stdout, "plain-ok"), o.stderr)
+		assert.NilError(t, filepath.Walk(ws, func(p string, fi os.FileInfo, err error) error {
+			if err != nil {
+				return err
+			}
+			assert.Check(t, fi.Mode()&(os.ModeSetuid|os.ModeSetgid) == 0, "%s is %v on the host", p, fi.Mode())
+			return nil
+		}))
+		fi, err := os.Stat(filepath.Join(ws, "plain"))
+		assert.Check(t, err == nil && fi.Mode().Perm() == 0o755, "an ordinary chmod still works")
+	})
+}
+
 func TestAttackProtectedPaths(t *testing.T) {
 	forEachIdentity(t, func(t *testing.T, id identity) {
 		ws := id.workspace(t)

@@ -17,6 +17,7 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/mitrity/mitrity/govern"
+	"github.com/mitrity/mitrity/govern/sandbox"
 	"github.com/mitrity/mitrity/govern/secretscan"
 )
 
@@ -206,6 +207,72 @@ mv x/.vscode .vscode; sleep 5; echo STILL-RUNNING`
 		assert.Check(t, is.Equal(o.Status, govern.StatusCompleted), o.Message)
 		assert.Check(t, strings.Contains(o.stdout, "INIT-OK"), o.stdout)
 		assert.Check(t, slices.Contains(o.ProtectedCreated, filepath.Join(ws, ".git/config")), "%v", o.ProtectedCreated)
+	})
+}
+
+// A workspace root that is a home holds the configuration git, ssh and
+// the user's session read for every command they run: git's global
+// config (core.fsmonitor, core.pager, aliases, core.hooksPath name
+// programs git runs in every repository; measured: a ~/.gitconfig the
+// sandbox wrote made the user's next git status on the host run its
+// fsmonitor), ssh's config (ProxyCommand), systemd's and the desktop's
+// user units and autostart entries, fish's config. The existing ones
+// stay as they were, and making a missing one kills the run. The root is
+// a home by DenyHomes, as the gateway names its own HOME; a project root
+// that is no home may make its own .config.
+func TestAttackHomeConfig(t *testing.T) {
+	forEachIdentity(t, func(t *testing.T, id identity) {
+		home := id.workspace(t)
+		spec := func(script string) *sandbox.Spec {
+			s := id.spec(home, script)
+			s.DenyHomes = []string{home}
+			return s
+		}
+		files := map[string]string{
+			".gitconfig":                     "[user]\n\tname = u\n",
+			".config/git/config":             "[user]\n\tname = u\n",
+			".config/systemd/user/a.service": "[Service]\nExecStart=/bin/true\n",
+		}
+		for n, v := range files {
+			p := filepath.Join(home, n)
+			assert.NilError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+			assert.NilError(t, os.WriteFile(p, []byte(v), 0o644))
+		}
+		id.own(t, home)
+		script := `
+printf '[core]\n\tfsmonitor = /tmp/evil\n' >> .gitconfig
+printf '[alias]\n\tst = !evil\n' > .config/git/config
+mv .gitconfig gitconfig.old; echo '[core] pager = evil' > .gitconfig
+echo 'ExecStart=evil' > .config/systemd/user/a.service
+mkdir -p .config/autostart
+echo ok` + " 2>/dev/null"
+		o := id.run(t, spec(script))
+		for n, v := range files {
+			b, err := os.ReadFile(filepath.Join(home, n))
+			assert.Check(t, err == nil && string(b) == v, "%s changed on the host: %q", n, b)
+		}
+		assert.Check(t, is.Equal(o.Status, govern.StatusKilled), "%s %s", o.Status, o.Message)
+		_, err := os.Lstat(filepath.Join(home, ".config/autostart"))
+		assert.Check(t, os.IsNotExist(err), ".config/autostart is still there")
+		// ~/.ssh is masked when it exists; a missing one cannot be made.
+		// Nor can a gateway's user config (as ownfiles.Locates holds this
+		// gateway's own).
+		for _, made := range []string{".ssh/config", ".config/mitrity/mitrity-gateway.yaml"} {
+			dir := filepath.Join(home, strings.Split(made, "/")[0])
+			if strings.HasPrefix(made, ".config/") {
+				dir = filepath.Join(home, ".config/mitrity")
+			}
+			o = id.run(t, spec(`mkdir -p `+filepath.Dir(made)+` && echo 'x' > `+made+`; sleep 5; echo STILL-RUNNING`))
+			assert.Check(t, is.Equal(o.Status, govern.StatusKilled), "%s: %s %s", made, o.Status, o.Message)
+			assert.Check(t, !strings.Contains(o.stdout, "STILL-RUNNING"), o.stdout)
+			_, err = os.Lstat(dir)
+			assert.Check(t, os.IsNotExist(err), "%s is still there", dir)
+			assert.Check(t, slices.Contains(o.ProtectedCreated, dir), "%v", o.ProtectedCreated)
+		}
+		project := id.workspace(t)
+		o = id.run(t, id.spec(project, `mkdir -p .config/git .config/nextest && echo x > .gitconfig && echo MADE`))
+		assert.Check(t, is.Equal(o.Status, govern.StatusCompleted), "%s %s", o.Status, o.Message)
+		assert.Check(t, strings.Contains(o.stdout, "MADE"), o.stdout)
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 
 	"github.com/mitrity/mitrity/govern/yamlfile"
 )
@@ -45,6 +46,29 @@ func UserPath(euid int, getenv func(string) string) string {
 		return filepath.Join(h, ".config", "mitrity", FileName)
 	}
 	return ""
+}
+
+// SearchPaths are the files Locate may pick when neither --config nor
+// $MITRITY_GATEWAY_CONFIG names one: for this user (UserPath, and the
+// same without $XDG_CONFIG_HOME, which the next gateway may be started
+// without) and SystemPath. Whatever file a gateway runs with, a command
+// it runs must not be able to create or replace any of these, or it
+// would write the configuration of the next gateway started without a
+// flag (ownfiles.Locates).
+func SearchPaths(euid int, getenv func(string) string) []string {
+	var out []string
+	noXDG := func(k string) string {
+		if k == "XDG_CONFIG_HOME" {
+			return ""
+		}
+		return getenv(k)
+	}
+	for _, p := range []string{UserPath(euid, getenv), UserPath(euid, noXDG), SystemPath} {
+		if p != "" && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Locate finds the config file: the --config flag, else

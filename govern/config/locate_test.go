@@ -73,6 +73,25 @@ func TestUserPath(t *testing.T) {
 	}
 }
 
+// TestSearchPaths: every file Locate could pick without a flag or the
+// variable, for this user and for one started without $XDG_CONFIG_HOME.
+func TestSearchPaths(t *testing.T) {
+	t.Parallel()
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	for _, tc := range []struct {
+		euid int
+		env  map[string]string
+		want []string
+	}{
+		{1000, map[string]string{"HOME": "/h"}, []string{"/h/.config/mitrity/" + FileName, SystemPath}},
+		{1000, map[string]string{"XDG_CONFIG_HOME": "/x", "HOME": "/h"}, []string{"/x/mitrity/" + FileName, "/h/.config/mitrity/" + FileName, SystemPath}},
+		{1000, map[string]string{}, []string{SystemPath}},
+		{0, map[string]string{"XDG_CONFIG_HOME": "/x", "HOME": "/root"}, []string{SystemPath}},
+	} {
+		assert.DeepEqual(t, SearchPaths(tc.euid, env(tc.env)), tc.want)
+	}
+}
+
 // TestLoadRelativeName: a config named relatively (--config x.yaml) names
 // itself that way in errors, as the operator typed it.
 func TestLoadRelativeName(t *testing.T) {

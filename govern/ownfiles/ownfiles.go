@@ -25,6 +25,12 @@ const (
 	// Keeps: a directory the gateway writes (the audit log, sockets,
 	// per-run state). Every run masks it, wherever it is.
 	Keeps
+	// Locates: a place a gateway looks for its configuration when no
+	// flag names one (config.SearchPaths), whether or not this one uses
+	// it. Read-only in every run, like a program; one that does not
+	// exist is watched, so a run that makes it is killed and what it
+	// made moved aside: the next gateway must not read a command's file.
+	Locates
 )
 
 func (r Role) String() string {
@@ -35,6 +41,8 @@ func (r Role) String() string {
 		return "executes"
 	case Keeps:
 		return "keeps"
+	case Locates:
+		return "locates"
 	}
 	return fmt.Sprintf("Role(%d)", int(r))
 }

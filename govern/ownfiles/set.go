@@ -57,6 +57,9 @@ func Of(cfg *config.Config) Set {
 	if x := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(x) && os.Geteuid() != 0 {
 		s.Add(File{Path: x, Role: Keeps, What: "$XDG_RUNTIME_DIR"})
 	}
+	for _, p := range config.SearchPaths(os.Geteuid(), os.Getenv) {
+		s.Add(File{Path: p, Role: Locates, What: "a place the gateway looks for its configuration"})
+	}
 	return s
 }
 

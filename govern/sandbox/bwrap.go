@@ -244,6 +244,14 @@ func BuildArgs(l Layout) []string {
 	// is an unbounded place to write.
 	sized(l.TmpfsBytes, "1777", "/dev/shm")
 	a = append(a, "--remount-ro", "/dev", "--proc", "/proc")
+	// The kernel's settings are checked against the caller's uid, not a
+	// capability: where the sandbox's uid 0 is the host's root (root runs
+	// mitrity-sandboxrun with no run_as; the gateway refuses to, the
+	// helper does not), a writable /proc/sys is kernel.core_pattern
+	// and kernel.modprobe, programs the kernel runs as root on the host.
+	// Bubblewrap leaves it writable (it judges by the directory's mode), so
+	// it is bound read-only here, and so is the SysRq trigger.
+	a = append(a, "--ro-bind", "/proc/sys", "/proc/sys", "--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger")
 	sized(l.TmpfsBytes, "1777", "/tmp")
 	// /run is a fresh tmpfs: no host runtime socket or secret is visible,
 	// and it holds the init binary and the credentials.

@@ -148,6 +148,7 @@ func (e *execution) layout() (Layout, error) {
 		}
 		abs := append(slices.Clone(s.ReadOnlyPaths), narrow.readOnly...)
 		abs = append(abs, narrow.absent...)
+		abs = append(abs, homeProtected(homes)...)
 		e.prot = planProtection(protectedSet{roots: writable, relative: append(slices.Clone(ProtectedNames), s.ProtectedExtra...), absolute: abs, cwd: s.Cwd})
 		// What masks and covers sit on is watched; inside the writable
 		// parts, their directories are anchored, so that only the host can

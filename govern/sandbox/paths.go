@@ -128,6 +128,38 @@ var Protected = []Named{
 	{".idea", "JetBrains IDEs' run configurations"},
 }
 
+// HomeProtected are, relative to every home (HomeDirs, and the spec's
+// DenyHomes: the gateway's own HOME among them) that a writable root holds
+// (the root is the home, or holds it), what programs read commands from
+// for whatever the user runs, in any directory: held like Protected, so a
+// run serving a home cannot make the user's next git or ssh on the host
+// run its program. Not under every root: a project may well make its own
+// .config.
+var HomeProtected = []Named{
+	{".gitconfig", "git runs what the user's global config names (core.fsmonitor, core.pager, aliases, core.hooksPath) in every repository"},
+	{".config/git", "git's global config in its XDG place, as .gitconfig"},
+	{".ssh", "ssh runs its config's ProxyCommand and LocalCommand (masked when it exists; a missing one cannot be made)"},
+	{".config/mitrity", "a gateway that user starts without --config reads its configuration there"},
+	{".config/fish", "fish runs its config.fish for every shell"},
+	{".config/systemd", "systemd starts the user's units"},
+	{".config/autostart", "the desktop session starts its entries at login"},
+}
+
+// homeProtected is HomeProtected under each of homes, as absolute paths
+// (each home resolved through symlinks as the roots are).
+func homeProtected(homes []string) []string {
+	var out []string
+	for _, h := range homes {
+		if real, err := filepath.EvalSymlinks(h); err == nil {
+			h = real
+		}
+		for _, n := range HomeProtected {
+			out = append(out, filepath.Join(h, n.Name))
+		}
+	}
+	return out
+}
+
 // ProtectedNames are Protected's names.
 var ProtectedNames = names(Protected)
 

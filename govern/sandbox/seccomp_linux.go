@@ -100,6 +100,10 @@ var filterChecks = []filterCheck{
 	// CLONE_NEWUSER with CLONE_FS: the kernel answers EINVAL.
 	{"clone(CLONE_NEWUSER|CLONE_FS|1<<32)", rawCall(unix.SYS_CLONE, hiBits|unix.CLONE_NEWUSER|unix.CLONE_FS), unix.EPERM},
 	{"clone3", rawCall(unix.SYS_CLONE3, 0, 0), unix.ENOSYS},
+	// fd -1: the kernel answers EBADF.
+	{"fchmod(04755|1<<32)", rawCall(unix.SYS_FCHMOD, 0xffffffff, hiBits|0o4755), unix.EPERM},
+	{"fchmod(0755)", rawCall(unix.SYS_FCHMOD, 0xffffffff, 0o755), unix.EBADF},
+	{"openat2", rawCall(unix.SYS_OPENAT2, 0xffffffff, 0, 0), unix.ENOSYS},
 	{"personality(query)", rawCall(unix.SYS_PERSONALITY, 0xffffffff), 0},
 	{"personality(READ_IMPLIES_EXEC|1<<32)", personalityCall(hiBits | readImpliesExec), unix.EPERM},
 	// pidfd -1: the kernel answers EBADF.

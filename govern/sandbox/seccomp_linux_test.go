@@ -119,6 +119,16 @@ func checkProgram(t *testing.T, a *arch.Info, raw []bpf.RawInstruction) {
 		assert.Check(t, is.Equal(run(uint32(foreign.ID), foreign.SyscallNames["socketcall"], 1), retKill), foreign.Name)
 	}
 	if a.ID == arch.X86_64.ID {
+		// The calls arm64 does not have.
+		assert.Check(t, is.Equal(run(native, nr("chmod"), 0, 0o4755), retEPERM), "chmod(04755)")
+		assert.Check(t, is.Equal(run(native, nr("chmod"), 0, hi|0o2755), retEPERM), "chmod(02755) with high bits")
+		assert.Check(t, is.Equal(run(native, nr("chmod"), 0, 0o755), retAllow), "chmod(0755)")
+		assert.Check(t, is.Equal(run(native, nr("creat"), 0, 0o4755), retEPERM), "creat(04755)")
+		assert.Check(t, is.Equal(run(native, nr("creat"), 0, 0o644), retAllow), "creat(0644)")
+		assert.Check(t, is.Equal(run(native, nr("mknod"), 0, unix.S_IFREG|0o6755, 0), retEPERM), "mknod(S_IFREG|06755)")
+		assert.Check(t, is.Equal(run(native, nr("open"), 0, unix.O_CREAT|unix.O_WRONLY, 0o4755), retEPERM), "open(O_CREAT, 04755)")
+		assert.Check(t, is.Equal(run(native, nr("open"), 0, unix.O_RDONLY, 0o4755), retAllow), "open(O_RDONLY, junk mode)")
+		assert.Check(t, is.Equal(run(native, nr("open"), 0, unix.O_CREAT, 0o644), retAllow), "open(O_CREAT, 0644)")
 		assert.Check(t, is.Equal(run(native, nr("socket")|0x40000000, unix.AF_UNIX), retENOSYS), "x32 ABI")
 		assert.Check(t, is.Equal(run(native, nr("socket")|0x40000000, unix.AF_INET), retENOSYS), "x32 ABI")
 		assert.Check(t, is.Equal(run(native, nr("modify_ldt")), retAllow), "modify_ldt")
@@ -130,7 +140,7 @@ func checkProgram(t *testing.T, a *arch.Info, raw []bpf.RawInstruction) {
 func TestSeccompNamesOnEveryArch(t *testing.T) {
 	t.Parallel()
 	for _, a := range []*arch.Info{arch.X86_64, arch.AARCH64} {
-		for _, name := range append(seccomppolicy.Denied(a), "socket", "socketpair", "unshare", "clone", "clone3", "ioctl", "personality") {
+		for _, name := range append(seccomppolicy.Denied(a), "socket", "socketpair", "unshare", "clone", "clone3", "ioctl", "personality", "openat2", "fchmod", "fchmodat", "fchmodat2", "mknodat", "openat") {
 			_, ok := a.SyscallNames[name]
 			assert.Check(t, ok, "%s has no %s", a.Name, name)
 		}
@@ -267,6 +277,27 @@ var seccompTable = []struct {
 	{"personality(PER_BSD) with high bits", "personality", []uint64{hi | perBSD}, retEPERM},
 	{"personality(0xfffffffe)", "personality", []uint64{0xfffffffe}, retEPERM},
 
+	// The mode of a file made or changed: no S_ISUID, no S_ISGID (umode_t:
+	// the kernel reads the low 16 bits).
+	{"fchmod(0755)", "fchmod", []uint64{3, 0o755}, retAllow},
+	{"fchmod(01777)", "fchmod", []uint64{3, 0o1777}, retAllow},
+	{"fchmod(04755)", "fchmod", []uint64{3, 0o4755}, retEPERM},
+	{"fchmod(02755)", "fchmod", []uint64{3, 0o2755}, retEPERM},
+	{"fchmod(04755) with high bits", "fchmod", []uint64{3, hi | 0o4755}, retEPERM},
+	{"fchmodat(04755)", "fchmodat", []uint64{atFDCWD, 0, 0o4755}, retEPERM},
+	{"fchmodat(0644)", "fchmodat", []uint64{atFDCWD, 0, 0o644}, retAllow},
+	{"fchmodat2(06755)", "fchmodat2", []uint64{atFDCWD, 0, 0o6755, 0}, retEPERM},
+	{"fchmodat2(0755)", "fchmodat2", []uint64{atFDCWD, 0, 0o755, 0}, retAllow},
+	{"mknodat(S_IFREG|04755)", "mknodat", []uint64{atFDCWD, 0, unix.S_IFREG | 0o4755, 0}, retEPERM},
+	{"mknodat(S_IFIFO|0644)", "mknodat", []uint64{atFDCWD, 0, unix.S_IFIFO | 0o644, 0}, retAllow},
+	{"openat(O_CREAT, 04755)", "openat", []uint64{atFDCWD, 0, unix.O_CREAT | unix.O_WRONLY, 0o4755}, retEPERM},
+	{"openat(O_CREAT, 02755) with high bits", "openat", []uint64{atFDCWD, 0, unix.O_CREAT, hi | 0o2755}, retEPERM},
+	{"openat(O_CREAT with high bits, 04755)", "openat", []uint64{atFDCWD, 0, hi | unix.O_CREAT, 0o4755}, retEPERM},
+	{"openat(O_TMPFILE, 04755)", "openat", []uint64{atFDCWD, 0, unix.O_TMPFILE | unix.O_RDWR, 0o4755}, retEPERM},
+	{"openat(O_CREAT, 0644)", "openat", []uint64{atFDCWD, 0, unix.O_CREAT | unix.O_WRONLY, 0o644}, retAllow},
+	{"openat(O_RDONLY, junk mode 04755)", "openat", []uint64{atFDCWD, 0, unix.O_RDONLY, 0o4755}, retAllow},
+	{"openat2", "openat2", nil, retENOSYS},
+
 	{"read", "read", nil, retAllow},
 	{"execve", "execve", nil, retAllow},
 	{"openat", "openat", nil, retAllow},
@@ -283,3 +314,6 @@ var newlyDenied = []string{
 
 // newlyDeniedX86_64 are those of x86_64 only.
 var newlyDeniedX86_64 = []string{"iopl", "ioperm", "uselib", "_sysctl"}
+
+// atFDCWD is AT_FDCWD as a system call argument.
+const atFDCWD = uint64(0xffffffffffffff9c)

@@ -155,11 +155,12 @@ func (g *generation) setBackend(b backend) {
 	g.backend = b
 	g.backend.sandbox.Narrowing = g.settings.Narrowing()
 	// The gateway's own files are unreadable inside the sandbox, whatever
-	// they resolve to; its programs are read-only even inside a workspace
-	// root (a checkout's bin/).
+	// they resolve to; its programs, and the places a gateway looks for its
+	// config, are read-only even inside a workspace root (a checkout's
+	// bin/, a home's ~/.config/mitrity).
 	own := append(slices.Clone(g.own), b.helpers...)
 	g.backend.sandbox.DenyPaths = own.Paths(ownfiles.Configures, ownfiles.Keeps)
-	g.backend.sandbox.ReadOnlyPaths = own.Paths(ownfiles.Executes)
+	g.backend.sandbox.ReadOnlyPaths = own.Paths(ownfiles.Executes, ownfiles.Locates)
 	// The proxy enforces the host's egress settings in mode none too.
 	xopts := []executor.Option{executor.WithEgressSettings(egressConfig(g.cfg)),
 		// Each run's proxy logs its decisions into the gateway's log.

@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
@@ -308,7 +309,10 @@ func (w *walker) readScript(p string, pos Pos) (real string, body []byte, ok boo
 		w.flag(FlagScriptNotInspected, pos, "%s: %v", p, err)
 		return "", nil, false
 	}
-	f, err := os.Open(real)
+	// O_NONBLOCK: a named pipe (a run can make one in the workspace) is
+	// not opened waiting for a writer, but refused below as not a regular
+	// file; a regular file reads the same either way.
+	f, err := os.OpenFile(real, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		w.flag(FlagScriptNotInspected, pos, "%s: %v", p, err)
 		return "", nil, false

@@ -43,6 +43,14 @@ import (
 //	                              ADDR_NO_RANDOMIZE, combined, and setarch -R), which weakens only the caller's own
 //	                              the query; else EPERM            layout; other execution domains and
 //	                                                               READ_IMPLIES_EXEC, MMAP_PAGE_ZERO are refused
+//	chmod fchmod fchmodat         a mode with S_ISUID or S_ISGID   the workspace is the host's: a set-user-ID file
+//	  fchmodat2 creat mknod         EPERM (open, openat: only when   made there runs as its owner for whoever on the
+//	  mknodat open openat           O_CREAT or O_TMPFILE is set)     host executes it, and its owner is the sandbox's
+//	                                                               uid (run_as's, outside every sandbox; the host's
+//	                                                               root when root runs mitrity-sandboxrun without
+//	                                                               run_as); nosuid holds only inside the sandbox
+//	openat2                       ENOSYS                           its mode is in memory the filter cannot read;
+//	                                                               libc's open does not use it
 //	io_uring_*                    EPERM                            its operations (sockets included) bypass the filter
 //	setns mount umount2           EPERM                            no namespace or mount changes
 //	  pivot_root open_tree
@@ -107,6 +115,27 @@ var (
 	socketFamilies  = []uint32{unix.AF_INET, unix.AF_INET6}
 	socketpairTypes = []uint32{unix.SOCK_STREAM, unix.SOCK_SEQPACKET}
 	ioctlDenied     = []uint32{unix.TIOCSTI, unix.TIOCLINUX}
+)
+
+// setIDModeArgs are the calls that give a file its mode, with the index of
+// the mode argument and, for open and openat, of the flags that make the
+// mode count (O_CREAT, O_TMPFILE; -1: always). Those missing from an
+// architecture (arm64 has no chmod, creat, mknod, open) are skipped.
+var setIDModeArgs = []struct {
+	call        string
+	mode, flags int
+}{
+	{"chmod", 1, -1}, {"fchmod", 1, -1}, {"fchmodat", 2, -1}, {"fchmodat2", 2, -1},
+	{"creat", 1, -1}, {"mknod", 1, -1}, {"mknodat", 2, -1},
+	{"open", 2, 1}, {"openat", 3, 2},
+}
+
+const (
+	// modeSetID are the mode bits refused: S_ISUID, S_ISGID.
+	modeSetID = unix.S_ISUID | unix.S_ISGID
+	// openCreates are the open flags under which the mode is used:
+	// O_CREAT and O_TMPFILE's own bit (without O_DIRECTORY).
+	openCreates = unix.O_CREAT | (unix.O_TMPFILE &^ unix.O_DIRECTORY)
 )
 
 // Namespace flags: unshare may not use any; clone may not use those that
@@ -259,10 +288,25 @@ func ProgramForWith(a *arch.Info, o Options) ([]bpf.RawInstruction, error) {
 		p.jump(bpf.JumpBitsSet, ^uint32(personalityAllowed), deny, allow)
 	})
 
+	for _, m := range setIDModeArgs {
+		if _, ok := a.SyscallNames[m.call]; !ok {
+			continue
+		}
+		rule(m.call, func(allow, deny string) {
+			if m.flags >= 0 {
+				p.emit(lo(m.flags))
+				p.jump(bpf.JumpBitsSet, openCreates, "", allow)
+			}
+			p.emit(lo(m.mode))
+			p.jump(bpf.JumpBitsSet, modeSetID, deny, allow)
+		})
+	}
+
 	for _, name := range Denied(a) {
 		p.jump(bpf.JumpEqual, nr(name), "deny", "")
 	}
 	p.jump(bpf.JumpEqual, nr("clone3"), "enosys", "")
+	p.jump(bpf.JumpEqual, nr("openat2"), "enosys", "")
 	p.ret(retAllow)
 	p.label("deny")
 	p.ret(retEPERM)
