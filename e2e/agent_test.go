@@ -652,12 +652,38 @@ func TestAgentLauncherOtherFrameworks(t *testing.T) {
 				}
 			}
 			argv := frameworkArgv(t, fw)
-			forGatewayIdentities(t, func(t *testing.T, asUser bool) { testAgentFramework(t, asUser, fw, argv, an) })
+			forGatewayIdentities(t, func(t *testing.T, asUser bool) { testAgentFramework(t, asUser, fw, argv, an, nil) })
 		})
 	}
 }
 
-func testAgentFramework(t *testing.T, asUser bool, fw fwSpec, argv []string, an *agentNet) {
+// TestAgentLauncherGeminiKeepsItsHook: Gemini CLI's user settings are in
+// the agent's state, which the agent (its tools, its MCP servers) may
+// write and which outlasts the session, and Gemini unions
+// hooksConfig.disabled over every scope, the system's (managed) one
+// included. A user settings file naming the launcher's hook there, by the
+// name it had or by its command, would let the next session run the
+// model's shell calls itself, unjudged and with the agent's environment:
+// the hook's name is the session's own, so no name written before the
+// session is its hook's, and the shell call still reaches the governed
+// shell.
+func TestAgentLauncherGeminiKeepsItsHook(t *testing.T) {
+	requireNetns(t)
+	an := newAgentNet(t)
+	var fw fwSpec
+	for _, f := range fwSpecs {
+		if f.name == "gemini" {
+			fw = f
+		}
+	}
+	argv := frameworkArgv(t, fw)
+	disabled := []string{"mitrity", "/run/mitrity/bin/mitrity-hook gemini --socket /run/mitrity/admission.sock"}
+	forGatewayIdentities(t, func(t *testing.T, asUser bool) { testAgentFramework(t, asUser, fw, argv, an, disabled) })
+}
+
+// testAgentFramework runs fw's shell call through the launcher; disabled
+// are hook names Gemini CLI's user settings disable (hooksConfig.disabled).
+func testAgentFramework(t *testing.T, asUser bool, fw fwSpec, argv []string, an *agentNet, disabled []string) {
 	apiAddr := net.JoinHostPort(an.apiIP, strconv.Itoa(20000+mrand.IntN(20000)))
 	url := "http://" + apiAddr
 	aw := newAgentWorld(t, asUser, an, apiAddr)
@@ -687,7 +713,8 @@ func testAgentFramework(t *testing.T, asUser bool, fw fwSpec, argv []string, an 
 		// launcher's (the managed system settings).
 		write(".gemini/settings.json", map[string]any{"security": map[string]any{"auth": map[string]any{"selectedType": "gemini-api-key"}},
 			"telemetry": map[string]any{"enabled": false}, "privacy": map[string]any{"usageStatisticsEnabled": false},
-			"general": map[string]any{"disableAutoUpdate": true, "disableUpdateNag": true}})
+			"general": map[string]any{"disableAutoUpdate": true, "disableUpdateNag": true},
+			"hooksConfig": map[string]any{"disabled": append([]string{}, disabled...)}})
 		write(".gemini/trustedFolders.json", map[string]string{aw.ws: "TRUST_FOLDER"})
 		declared = append(declared, "GOOGLE_GEMINI_BASE_URL", "GEMINI_TELEMETRY_ENABLED")
 		env = append(env, "GOOGLE_GEMINI_BASE_URL="+url, "GEMINI_API_KEY=stub-gemini-key", "AGENT_ISO_ALLOW=GEMINI_API_KEY", "GEMINI_TELEMETRY_ENABLED=false")
