@@ -713,7 +713,7 @@ func testAgentFramework(t *testing.T, asUser bool, fw fwSpec, argv []string, an 
 		// launcher's (the managed system settings).
 		write(".gemini/settings.json", map[string]any{"security": map[string]any{"auth": map[string]any{"selectedType": "gemini-api-key"}},
 			"telemetry": map[string]any{"enabled": false}, "privacy": map[string]any{"usageStatisticsEnabled": false},
-			"general": map[string]any{"disableAutoUpdate": true, "disableUpdateNag": true},
+			"general":     map[string]any{"disableAutoUpdate": true, "disableUpdateNag": true},
 			"hooksConfig": map[string]any{"disabled": append([]string{}, disabled...)}})
 		write(".gemini/trustedFolders.json", map[string]string{aw.ws: "TRUST_FOLDER"})
 		declared = append(declared, "GOOGLE_GEMINI_BASE_URL", "GEMINI_TELEMETRY_ENABLED")
