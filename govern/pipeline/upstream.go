@@ -336,7 +336,9 @@ func holdText(call govern.Call) string {
 	}
 	args := string(call.Arguments)
 	if len(args) > 2048 {
-		args = args[:2048] + "..."
+		// The person sees that there is more, and where: the queue
+		// holds the arguments in full (Pending.Arguments).
+		args = args[:2048] + fmt.Sprintf("... (%d bytes more: mitrity-gateway approvals show ID)", len(args)-2048)
 	}
 	return strings.TrimSpace(call.Tool + " " + args)
 }

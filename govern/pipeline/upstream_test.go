@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -229,9 +230,23 @@ func TestUpstreamHold(t *testing.T) {
 	assert.NilError(t, p.Holds().Answer(pend.ID, govern.Allow, "test"))
 	assert.Equal(t, (<-done).Outcome, govern.Allow)
 
-	// Long arguments are cut for the person who reads them.
-	long := mcpCall("held", "fs", "write_file", `{"content":"`+strings.Repeat("x", 5000)+`"}`)
-	assert.Equal(t, len(holdText(long)), len("fs__write_file ")+2048+len("..."))
+	assert.Equal(t, pend.Arguments, `{"path":"/srv/a","content":"x"}`)
+
+	// Long arguments are cut in the list, saying so, and held in full:
+	// what the person approves is what they can read, padding before
+	// the part that matters included.
+	args := `{"content":"` + strings.Repeat("x", 5000) + `","path":"/etc/shadow"}`
+	go func() {
+		_, d := p.Decide(context.Background(), mcpCall("held", "fs", "write_file", args), sandboxed)
+		done <- d
+	}()
+	assert.NilError(t, p.Holds().WaitPending(context.Background(), 1))
+	pend = p.Holds().List()[0]
+	assert.Equal(t, pend.Command, "fs__write_file "+args[:2048]+fmt.Sprintf("... (%d bytes more: mitrity-gateway approvals show ID)", len(args)-2048))
+	assert.Check(t, !strings.Contains(pend.Command, "/etc/shadow"))
+	assert.Equal(t, pend.Arguments, args)
+	assert.NilError(t, p.Holds().Answer(pend.ID, govern.Deny, "test"))
+	assert.Equal(t, (<-done).Outcome, govern.Deny)
 }
 
 // TestPermitsAgreesWithToolPermission: what tools/list shows an agent is
