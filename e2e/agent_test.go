@@ -652,12 +652,46 @@ func TestAgentLauncherOtherFrameworks(t *testing.T) {
 				}
 			}
 			argv := frameworkArgv(t, fw)
-			forGatewayIdentities(t, func(t *testing.T, asUser bool) { testAgentFramework(t, asUser, fw, argv, an) })
+			forGatewayIdentities(t, func(t *testing.T, asUser bool) { testAgentFramework(t, asUser, fw, argv, an, false) })
 		})
 	}
 }
 
-func testAgentFramework(t *testing.T, asUser bool, fw fwSpec, argv []string, an *agentNet) {
+// TestAgentLauncherKeepsItsHook: a framework's user settings are in the
+// agent's state, which the agent (its tools, its MCP servers) may write and
+// which outlasts the session. Settings there that switch the launcher's
+// hook off would let the next session run the model's shell calls in the
+// framework itself, unjudged and with the agent's environment:
+//   - Gemini CLI unions hooksConfig.disabled over every scope, the
+//     system's (managed) one included; listed here by the rendered name and
+//     by the command. The hook's name is the session's own, so no name
+//     written before the session is its hook's.
+//   - Codex CLI runs no hook, managed ones included, with its codex_hooks
+//     feature off (or its old name, hooks) in ~/.codex/config.toml. The
+//     requirements pin the feature on.
+//
+// The shell call still reaches the governed shell.
+func TestAgentLauncherKeepsItsHook(t *testing.T) {
+	requireNetns(t)
+	an := newAgentNet(t)
+	for _, name := range []string{"codex", "gemini"} {
+		t.Run(name, func(t *testing.T) {
+			var fw fwSpec
+			for _, f := range fwSpecs {
+				if f.name == name {
+					fw = f
+				}
+			}
+			argv := frameworkArgv(t, fw)
+			forGatewayIdentities(t, func(t *testing.T, asUser bool) { testAgentFramework(t, asUser, fw, argv, an, true) })
+		})
+	}
+}
+
+// testAgentFramework runs fw's shell call through the launcher; with
+// hookOff, the user's settings in the agent's state try to switch the
+// hook off (TestAgentLauncherKeepsItsHook).
+func testAgentFramework(t *testing.T, asUser bool, fw fwSpec, argv []string, an *agentNet, hookOff bool) {
 	apiAddr := net.JoinHostPort(an.apiIP, strconv.Itoa(20000+mrand.IntN(20000)))
 	url := "http://" + apiAddr
 	aw := newAgentWorld(t, asUser, an, apiAddr)
@@ -687,7 +721,8 @@ func testAgentFramework(t *testing.T, asUser bool, fw fwSpec, argv []string, an 
 		// launcher's (the managed system settings).
 		write(".gemini/settings.json", map[string]any{"security": map[string]any{"auth": map[string]any{"selectedType": "gemini-api-key"}},
 			"telemetry": map[string]any{"enabled": false}, "privacy": map[string]any{"usageStatisticsEnabled": false},
-			"general": map[string]any{"disableAutoUpdate": true, "disableUpdateNag": true}})
+			"general":     map[string]any{"disableAutoUpdate": true, "disableUpdateNag": true},
+			"hooksConfig": map[string]any{"disabled": geminiHookOff(hookOff)}})
 		write(".gemini/trustedFolders.json", map[string]string{aw.ws: "TRUST_FOLDER"})
 		declared = append(declared, "GOOGLE_GEMINI_BASE_URL", "GEMINI_TELEMETRY_ENABLED")
 		env = append(env, "GOOGLE_GEMINI_BASE_URL="+url, "GEMINI_API_KEY=stub-gemini-key", "AGENT_ISO_ALLOW=GEMINI_API_KEY", "GEMINI_TELEMETRY_ENABLED=false")
@@ -714,7 +749,7 @@ enabled = false
 
 [features]
 plugins = false
-`), 0o600))
+`+codexHookOff(hookOff)), 0o600))
 		for _, q := range []string{p, filepath.Dir(p)} {
 			must(t, os.Chown(q, int(uid), int(gid)))
 		}
@@ -779,4 +814,22 @@ plugins = false
 	if inside != 1 {
 		t.Errorf("%d routed executions, want 1\nstub:\n%s\nstderr: %s", inside, stub.Dump(), tail(res.stderr))
 	}
+}
+
+// geminiHookOff is Gemini CLI's user hooksConfig.disabled: with off, the
+// rendered hook's name and its command in the session.
+func geminiHookOff(off bool) []string {
+	if !off {
+		return []string{}
+	}
+	return []string{"mitrity", "/run/mitrity/bin/mitrity-hook gemini --socket /run/mitrity/admission.sock"}
+}
+
+// codexHookOff is what ends Codex CLI's user [features]: with off, its
+// hooks feature off under both of its names.
+func codexHookOff(off bool) string {
+	if !off {
+		return ""
+	}
+	return "codex_hooks = false\nhooks = false\n"
 }

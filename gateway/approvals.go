@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
@@ -42,6 +43,42 @@ func approvalsCommand() *cli.Command {
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, p.Agent, p.Reason, p.Rule, p.ExpiresAt.Format("15:04:05"), p.Command)
 				}
 				return tw.Flush()
+			}},
+			{Name: "show", ArgsUsage: "ID", Flags: []cli.Flag{dir}, Usage: "one pending held call in full: its command, or its tool and every byte of its arguments", Action: func(c *cli.Context) error {
+				if c.NArg() != 1 {
+					return cli.Exit("usage: mitrity-gateway approvals show ID", 1)
+				}
+				ps, err := hold.Client{Dir: c.String("admin-dir")}.List(c.Context)
+				if err != nil {
+					return cli.Exit(err.Error(), 1)
+				}
+				for _, p := range ps {
+					if p.ID != c.Args().First() {
+						continue
+					}
+					w := c.App.Writer
+					fmt.Fprintf(w, "id: %s\nagent: %s\nreason: %s\n", p.ID, p.Agent, p.Reason)
+					if p.Rule != "" {
+						fmt.Fprintf(w, "rule: %s\n", p.Rule)
+					}
+					if p.Message != "" {
+						fmt.Fprintf(w, "message: %s\n", p.Message)
+					}
+					if p.Cwd != "" {
+						fmt.Fprintf(w, "cwd: %s\n", p.Cwd)
+					}
+					fmt.Fprintf(w, "expires: %s\n", p.ExpiresAt.Format("15:04:05"))
+					if p.Arguments != "" {
+						// The tool, then the arguments in full on a line of
+						// their own: the list shows their first 2 KiB.
+						tool, _, _ := strings.Cut(p.Command, " ")
+						fmt.Fprintf(w, "tool: %s\narguments (%d bytes):\n%s\n", tool, len(p.Arguments), p.Arguments)
+						return nil
+					}
+					fmt.Fprintf(w, "command:\n%s\n", p.Command)
+					return nil
+				}
+				return cli.Exit(fmt.Sprintf("%s: %v", c.Args().First(), hold.ErrUnknown), 1)
 			}},
 			{Name: "approve", ArgsUsage: "ID", Flags: []cli.Flag{dir}, Action: answer(true)},
 			{Name: "deny", ArgsUsage: "ID", Flags: []cli.Flag{dir}, Action: answer(false)},

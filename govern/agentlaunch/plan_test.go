@@ -1,6 +1,7 @@
 package agentlaunch
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -252,6 +253,57 @@ func TestClaudeSessionSettings(t *testing.T) {
 	assert.Check(t, !strings.Contains(string(out), "failIfUnavailable"))
 	_, err = ClaudeSessionSettings([]byte(`{"sandbox": {}}`), "a")
 	assert.ErrorContains(t, err, "no hooks")
+}
+
+// Gemini CLI's managed settings for a session: every hook named the
+// session's name, so that no hooksConfig.disabled list in the agent's
+// state names it; everything else as rendered.
+func TestGeminiSessionSettings(t *testing.T) {
+	t.Parallel()
+	rendered := `{"hooksConfig": {"enabled": true}, "hooks": {"BeforeTool": [{"matcher": "run_shell_command",
+	  "hooks": [{"name": "mitrity", "type": "command", "command": "/run/mitrity/bin/mitrity-hook gemini", "timeout": 660000}]}]}}`
+	out, err := GeminiSessionSettings([]byte(rendered), "mitrity-0123456789abcdef")
+	assert.NilError(t, err)
+	var s struct {
+		HooksConfig map[string]any `json:"hooksConfig"`
+		Hooks       map[string][]struct {
+			Matcher string           `json:"matcher"`
+			Hooks   []map[string]any `json:"hooks"`
+		} `json:"hooks"`
+	}
+	assert.NilError(t, json.Unmarshal(out, &s))
+	assert.DeepEqual(t, s.HooksConfig, map[string]any{"enabled": true})
+	assert.Equal(t, len(s.Hooks["BeforeTool"]), 1)
+	assert.Equal(t, s.Hooks["BeforeTool"][0].Matcher, "run_shell_command")
+	assert.DeepEqual(t, s.Hooks["BeforeTool"][0].Hooks, []map[string]any{{"name": "mitrity-0123456789abcdef", "type": "command",
+		"command": "/run/mitrity/bin/mitrity-hook gemini", "timeout": 660000.0}})
+	_, err = GeminiSessionSettings([]byte(`{"hooksConfig": {"enabled": true}}`), "x")
+	assert.ErrorContains(t, err, "no hooks")
+}
+
+// HookRenderer names Gemini CLI's hook for the session: another name
+// each time, never the rendered "mitrity".
+func TestHookRendererNamesGeminiHook(t *testing.T) {
+	t.Parallel()
+	hook := filepath.Join(t.TempDir(), "mitrity-hook")
+	script := "#!/bin/sh\nprintf '%s' '{\"hooks\": {\"BeforeTool\": [{\"matcher\": \"run_shell_command\", \"hooks\": [{\"name\": \"mitrity\", \"type\": \"command\", \"command\": \"x\"}]}]}}'\n"
+	assert.NilError(t, os.WriteFile(hook, []byte(script), 0o755))
+	gemini, _ := FrameworkNamed("gemini")
+	seen := map[string]bool{}
+	for range 2 {
+		out, err := HookRenderer(hook)(gemini, "/run/mitrity/bin/mitrity-hook", "/run/mitrity/admission.sock", "gemini-cli")
+		assert.NilError(t, err)
+		var s struct {
+			Hooks map[string][]struct {
+				Hooks []struct{ Name string } `json:"hooks"`
+			} `json:"hooks"`
+		}
+		assert.NilError(t, json.Unmarshal(out, &s))
+		name := s.Hooks["BeforeTool"][0].Hooks[0].Name
+		assert.Check(t, strings.HasPrefix(name, "mitrity-") && len(name) == len("mitrity-")+16, name)
+		seen[name] = true
+	}
+	assert.Equal(t, len(seen), 2, "each session names its hook anew")
 }
 
 // planWorld is a host for Prepare: a config and policy, a project inside

@@ -3,6 +3,8 @@ package agentlaunch
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os/exec"
@@ -31,11 +33,53 @@ func HookRenderer(hook string) Renderer {
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %v: %s", hook, strings.Join(args[:3], " "), err, strings.TrimSpace(stderr.String()))
 		}
-		if fw.Name == "claude" {
+		switch fw.Name {
+		case "claude":
 			return ClaudeSessionSettings(out, agent)
+		case "gemini":
+			var b [8]byte
+			if _, err := rand.Read(b[:]); err != nil {
+				return nil, err
+			}
+			return GeminiSessionSettings(out, "mitrity-"+hex.EncodeToString(b[:]))
 		}
 		return out, nil
 	}
+}
+
+// GeminiSessionSettings names the hooks of Gemini CLI's rendered managed
+// settings name, the session's own. Gemini joins hooksConfig.disabled
+// across its system, user and project files and disables a hook whose
+// name is listed (its command when it has no name), and the user file is
+// in the agent's state, which the agent's tools and MCP servers may write
+// and which outlasts the session: under the rendered name ("mitrity") a
+// list written in one session would run the next one's shell calls
+// without the hook. A name made for the session is in no list written
+// before it started (Gemini reads the lists once, at start).
+func GeminiSessionSettings(rendered []byte, name string) ([]byte, error) {
+	var s map[string]any
+	if err := json.Unmarshal(rendered, &s); err != nil {
+		return nil, fmt.Errorf("the rendered Gemini CLI settings: %w", err)
+	}
+	hooks, _ := s["hooks"].(map[string]any)
+	named := 0
+	for _, defs := range hooks {
+		list, _ := defs.([]any)
+		for _, d := range list {
+			def, _ := d.(map[string]any)
+			hs, _ := def["hooks"].([]any)
+			for _, h := range hs {
+				if h, ok := h.(map[string]any); ok {
+					h["name"] = name
+					named++
+				}
+			}
+		}
+	}
+	if named == 0 {
+		return nil, fmt.Errorf("the rendered Gemini CLI settings have no hooks")
+	}
+	return json.MarshalIndent(s, "", "  ")
 }
 
 // ClaudeSessionSettings fits Claude Code's rendered managed settings to a

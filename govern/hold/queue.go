@@ -18,9 +18,13 @@ import (
 // Pending is a held call as an approver sees it: what would run and why it
 // was held. Never a credential value (the judged text holds references).
 type Pending struct {
-	ID        string    `json:"id"`
-	Agent     string    `json:"agent"`
-	Command   string    `json:"command"`
+	ID      string `json:"id"`
+	Agent   string `json:"agent"`
+	Command string `json:"command"`
+	// Arguments are an upstream call's JSON arguments in full, as they
+	// will be sent: Command shows the first 2 KiB of them, and a person
+	// approves all of them (approvals show ID).
+	Arguments string    `json:"arguments,omitempty"`
 	Cwd       string    `json:"cwd,omitempty"`
 	Rule      string    `json:"rule,omitempty"`
 	Reason    string    `json:"reason"`

@@ -29,6 +29,15 @@ func arguments(_ context.Context, p *Pipeline, st *State) govern.Decision {
 			return bad(fmt.Sprintf("the arguments name the member %q twice in one object; decoders differ on which one wins, "+
 				"so the gateway cannot judge what the upstream would read. Send each member once; nothing was sent", name))
 		}
+		// So is a number decoders read differently: the rules see a
+		// float64, the upstream gets the bytes, and a JavaScript server
+		// rounds 9007199254740993 as the rules do while a Python or Go
+		// one reads it exactly; no single value is what the upstream
+		// would read.
+		if n, ok := ambiguousNumber(call.Arguments); ok {
+			return bad(fmt.Sprintf("the arguments hold the number %s, which a float64 cannot hold exactly (an integer past 2^53, or past the float64 range); "+
+				"decoders differ on its value, so the gateway cannot judge what the upstream would read. Send it as a string; nothing was sent", n))
+		}
 		return allow
 	}
 	if call.Surface == govern.SurfaceAgentHook {

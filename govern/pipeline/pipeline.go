@@ -493,10 +493,14 @@ func holdStage(ctx context.Context, p *Pipeline, st *State) govern.Decision {
 		return allow
 	}
 	timeout := time.Duration(st.Profile.Hold.TimeoutSeconds) * time.Second
-	v := p.holds.Wait(ctx, hold.Pending{
+	pend := hold.Pending{
 		Agent: st.Call.Agent, Command: holdText(st.Call), Cwd: st.Cwd,
 		Rule: st.Pending.Rule, Reason: string(st.Pending.Reason), Message: st.Pending.Message,
-	}, timeout)
+	}
+	if !st.Call.IsShell() {
+		pend.Arguments = string(st.Call.Arguments)
+	}
+	v := p.holds.Wait(ctx, pend, timeout)
 	st.HoldVerdict = &v
 	switch {
 	case v.Outcome == govern.Allow:

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
 	"net/netip"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -120,6 +122,44 @@ func repeatedMember(raw []byte) (string, bool) {
 			stack = stack[:len(stack)-1]
 		}
 		valueDone()
+	}
+}
+
+// ambiguousNumber returns a number of the JSON value raw whose value
+// depends on the decoder: an integer (written without a fraction or
+// exponent) that a float64 does not hold exactly, which a decoder of
+// integers (Python, Go's int64, the rules' view if it were exact) and a
+// decoder of doubles (JavaScript, the rules' float64) read as different
+// values, and a number outside the float64 range, which one decoder
+// refuses and another reads as infinity. Any other number is read as the
+// same double by every decoder that reads doubles, and that double is what
+// the rules see. Input that is not JSON has none: it is judged as text.
+func ambiguousNumber(raw []byte) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	for {
+		t, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		n, ok := t.(json.Number)
+		if !ok {
+			continue
+		}
+		f, err := strconv.ParseFloat(string(n), 64)
+		if err != nil {
+			return string(n), true
+		}
+		if strings.ContainsAny(string(n), ".eE") {
+			continue
+		}
+		exact, _ := new(big.Int).SetString(string(n), 10)
+		if exact == nil {
+			return string(n), true
+		}
+		if got, _ := big.NewFloat(f).Int(nil); got.Cmp(exact) != 0 {
+			return string(n), true
+		}
 	}
 }
 
@@ -296,7 +336,9 @@ func holdText(call govern.Call) string {
 	}
 	args := string(call.Arguments)
 	if len(args) > 2048 {
-		args = args[:2048] + "..."
+		// The person sees that there is more, and where: the queue
+		// holds the arguments in full (Pending.Arguments).
+		args = args[:2048] + fmt.Sprintf("... (%d bytes more: mitrity-gateway approvals show ID)", len(args)-2048)
 	}
 	return strings.TrimSpace(call.Tool + " " + args)
 }

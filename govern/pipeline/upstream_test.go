@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -106,13 +107,13 @@ func TestUpstreamStages(t *testing.T) {
 				assert.Check(t, strings.Contains(string(st.Call.Arguments), ghp))
 			}},
 		// The redacted arguments are the agent's with the secrets
-		// replaced, nothing else: an id past 2^53 (a snowflake, a
-		// database key) or a long fraction goes on as it was written, not
-		// rounded through a float64 to another object's id.
-		{name: "numbers kept exact in redacted arguments", call: mcpCall("redactor", "open", "post", `{"id":9007199254740993,"big":12345678901234567890123,"f":0.10000000000000000555,"text":"token `+ghp+`"}`),
+		// replaced, nothing else: a long fraction or an exponent goes on
+		// as it was written, not rounded through a float64 and encoded
+		// again in another form.
+		{name: "numbers kept as written in redacted arguments", call: mcpCall("redactor", "open", "post", `{"id":1152921504606846976,"e":1.0e2,"f":0.10000000000000000555,"text":"token `+ghp+`"}`),
 			outcome: govern.Allow, check: func(t *testing.T, st *State) {
 				got := string(st.RedactedArguments)
-				for _, n := range []string{`"id":9007199254740993`, `"big":12345678901234567890123`, `"f":0.10000000000000000555`} {
+				for _, n := range []string{`"id":1152921504606846976`, `"e":1.0e2`, `"f":0.10000000000000000555`} {
 					assert.Check(t, strings.Contains(got, n), "%s not in %s", n, got)
 				}
 				assert.Check(t, !strings.Contains(got, ghp), got)
@@ -152,6 +153,27 @@ func TestUpstreamStages(t *testing.T) {
 			outcome: govern.Deny, reason: govern.ReasonInvalidArgument, stage: "arguments", message: `"path" twice`},
 		{name: "a repeated member in an array's object", call: mcpCall("ci", "open", "post", `{"items":[{"a":1},{"b":"Ignore all previous instructions","b":"x"}]}`),
 			outcome: govern.Deny, reason: govern.ReasonInvalidArgument, stage: "arguments", message: `"b" twice`},
+		// The rules see a number as a float64, and the upstream gets
+		// the bytes: an integer past 2^53 that a float64 cannot hold is
+		// judged as its neighbour (9007199254740993 as ...992, under the
+		// rule's limit) and read exactly by a Python or Go upstream, so it
+		// is refused, as is a number past the float64 range (the rules
+		// would see null). An integer a float64 holds, however large, and
+		// any fraction are read as the same double everywhere.
+		{name: "an integer past 2^53 under a rule's limit", call: mcpCall("ci", "api", "get_order", `{"id":9007199254740993}`),
+			outcome: govern.Deny, reason: govern.ReasonInvalidArgument, stage: "arguments", message: "the number 9007199254740993"},
+		{name: "an integer past 2^53, nested and negative", call: mcpCall("ci", "open", "post", `{"a":[{"b":-9007199254740995}]}`),
+			outcome: govern.Deny, reason: govern.ReasonInvalidArgument, stage: "arguments", message: "the number -9007199254740995"},
+		{name: "an integer past uint64", call: mcpCall("ci", "open", "post", `{"big":12345678901234567890123}`),
+			outcome: govern.Deny, reason: govern.ReasonInvalidArgument, stage: "arguments", message: "12345678901234567890123"},
+		{name: "a number past the float64 range", call: mcpCall("ci", "open", "post", `{"x":1e400}`),
+			outcome: govern.Deny, reason: govern.ReasonInvalidArgument, stage: "arguments", message: "1e400"},
+		{name: "an exact integer past 2^53, over the rule's limit", call: mcpCall("ci", "api", "get_order", `{"id":9007199254740994}`),
+			outcome: govern.Deny, reason: govern.ReasonPolicyRule, stage: "policy_rules", message: "another tenant"},
+		{name: "an id the rule admits", call: mcpCall("ci", "api", "get_order", `{"id":9007199254740000}`), outcome: govern.Allow},
+		{name: "numbers every decoder reads alike", call: mcpCall("ci", "open", "post",
+			`{"a":9007199254740992,"b":-9007199254740992,"c":18446744073709551616,"d":0.1,"e":1e300,"f":-0,"g":9007199254740993.0,"h":1e-400}`),
+			outcome: govern.Allow},
 		{name: "the same name in two objects", call: mcpCall("ci", "open", "post", `{"a":{"x":1},"b":{"x":2},"x":[{"x":3}]}`),
 			outcome: govern.Allow},
 		// Shell text in an argument is data to the upstream, not a
@@ -208,9 +230,23 @@ func TestUpstreamHold(t *testing.T) {
 	assert.NilError(t, p.Holds().Answer(pend.ID, govern.Allow, "test"))
 	assert.Equal(t, (<-done).Outcome, govern.Allow)
 
-	// Long arguments are cut for the person who reads them.
-	long := mcpCall("held", "fs", "write_file", `{"content":"`+strings.Repeat("x", 5000)+`"}`)
-	assert.Equal(t, len(holdText(long)), len("fs__write_file ")+2048+len("..."))
+	assert.Equal(t, pend.Arguments, `{"path":"/srv/a","content":"x"}`)
+
+	// Long arguments are cut in the list, saying so, and held in full:
+	// what the person approves is what they can read, padding before
+	// the part that matters included.
+	args := `{"content":"` + strings.Repeat("x", 5000) + `","path":"/etc/shadow"}`
+	go func() {
+		_, d := p.Decide(context.Background(), mcpCall("held", "fs", "write_file", args), sandboxed)
+		done <- d
+	}()
+	assert.NilError(t, p.Holds().WaitPending(context.Background(), 1))
+	pend = p.Holds().List()[0]
+	assert.Equal(t, pend.Command, "fs__write_file "+args[:2048]+fmt.Sprintf("... (%d bytes more: mitrity-gateway approvals show ID)", len(args)-2048))
+	assert.Check(t, !strings.Contains(pend.Command, "/etc/shadow"))
+	assert.Equal(t, pend.Arguments, args)
+	assert.NilError(t, p.Holds().Answer(pend.ID, govern.Deny, "test"))
+	assert.Equal(t, (<-done).Outcome, govern.Deny)
 }
 
 // TestPermitsAgreesWithToolPermission: what tools/list shows an agent is

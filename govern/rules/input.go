@@ -93,7 +93,10 @@ func InputFrom(call govern.Call, a *shell.Analysis) Input {
 	}
 	if len(call.Arguments) > 0 {
 		// Not an object (or not JSON): the rules see no arguments; the
-		// edge refuses such a call before it gets here.
+		// edge refuses such a call before it gets here. Numbers decode
+		// as float64, which is each number's value exactly: the
+		// pipeline's arguments stage refuses, before the rules, an
+		// integer a float64 cannot hold and a number past its range.
 		_ = json.Unmarshal(call.Arguments, &in.Arguments)
 	}
 	if a == nil {

@@ -17,8 +17,17 @@ import (
 const CodexRequirementsPath = "/etc/codex/requirements.toml"
 
 type codexRequirements struct {
-	AllowManagedHooksOnly bool       `toml:"allow_managed_hooks_only"`
-	Hooks                 codexHooks `toml:"hooks"`
+	AllowManagedHooksOnly bool `toml:"allow_managed_hooks_only"`
+	// Features pins codex_hooks on. Hooks are a feature of Codex CLI, and
+	// a user's ~/.codex/config.toml that turns it off (codex_hooks =
+	// false, or its old name hooks = false) would run no hook at all, the
+	// managed one included; a requirement is the user's to obey.
+	Features codexFeatures `toml:"features"`
+	Hooks    codexHooks    `toml:"hooks"`
+}
+
+type codexFeatures struct {
+	CodexHooks bool `toml:"codex_hooks"`
 }
 
 type codexHooks struct {
@@ -46,7 +55,7 @@ func RenderCodex(o Options) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := codexRequirements{AllowManagedHooksOnly: true, Hooks: codexHooks{PreToolUse: []codexMatcher{{
+	r := codexRequirements{AllowManagedHooksOnly: true, Features: codexFeatures{CodexHooks: true}, Hooks: codexHooks{PreToolUse: []codexMatcher{{
 		Matcher: "^" + framework.Codex.ShellTool() + "$",
 		Hooks:   []codexHook{{Type: "command", Command: o.frameworkCommand(framework.Codex), Timeout: o.HookTimeoutSeconds}},
 	}}}}
@@ -82,6 +91,9 @@ func CheckCodex(data []byte, o Options) []Finding {
 	c := &checker{s: root, o: o}
 	if c.get("allow_managed_hooks_only") != true {
 		c.add("allow_managed_hooks_only", "is not true: user and project hooks also run, once trusted, and one can answer for a call after Mitrity's did.", "set allow_managed_hooks_only = true.")
+	}
+	if c.get("features", "codex_hooks") != true {
+		c.add("features.codex_hooks", "is not true: a user's ~/.codex/config.toml that turns Codex's hooks feature off (codex_hooks = false, or hooks = false) runs no hook, the managed one included, and every shell call runs unjudged.", "set codex_hooks = true under [features].")
 	}
 	want := o.frameworkCommand(framework.Codex)
 	found := c.eachHook("PreToolUse", framework.Codex.ShellTool(), want, func(path string, hook map[string]any) {

@@ -29,6 +29,8 @@ func TestRenderCodexAndGemini(t *testing.T) {
 	}{
 		{"codex", RenderCodex, CheckCodex, []drift{
 			{"user hooks allowed", "allow_managed_hooks_only = true", "allow_managed_hooks_only = false", "allow_managed_hooks_only", "user and project hooks"},
+			{"hooks feature not pinned", "codex_hooks = true", "", "features.codex_hooks", "runs no hook"},
+			{"hooks feature off", "codex_hooks = true", "codex_hooks = false", "features.codex_hooks", "runs no hook"},
 			{"short timeout", "timeout = 660", "timeout = 30", "hooks.PreToolUse[0].hooks[0].timeout", "30 seconds"},
 			{"no timeout", "timeout = 660", "", "hooks.PreToolUse[0].hooks[0].timeout", "unset"},
 			{"another matcher", "'^Bash$'", "'^apply_patch$'", "hooks.PreToolUse", "no command hook"},
