@@ -112,7 +112,14 @@ func TestAuditCredentialPieces(t *testing.T) {
 			t.Errorf("the script's echo is not redacted piece by piece: %s", argv)
 		}
 
+		// A redirection the text names with a credential is refused before
+		// it runs (credential_in_argv); files a program names from what it
+		// reads are what the run's search finds, and records redacted.
 		r = w.exec(t, "--agent", "ci", "--", `T=$GITHUB_TOKEN; for p in "${T:0:11}" "${T:11:11}" "${T:22}"; do echo "$T" > "./$p"; done`)
+		if r.code != 126 || !strings.Contains(r.stderr, "credential_in_argv") {
+			t.Fatalf("a redirection named with pieces of the credential was not refused: %+v", r)
+		}
+		r = w.exec(t, "--agent", "ci", "--", `awk '{ print > ("./" substr($0, 1, 11)); print > ("./" substr($0, 12, 11)); print > ("./" substr($0, 23)) }' <<< "$GITHUB_TOKEN"`)
 		if !strings.Contains(r.stderr, "left an injected credential in the workspace") {
 			t.Fatalf("no note of the credential written: %+v", r)
 		}
