@@ -111,7 +111,12 @@ func (w *Writer) open() error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("audit log directory: %w", err)
 	}
-	f, err := os.OpenFile(w.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	// O_NONBLOCK: a FIFO put at the path would otherwise hold the open
+	// until someone reads it, and with it the writer and every call
+	// waiting to be recorded; it fails at once (ENXIO), or opens and is
+	// refused below as not a regular file. On a regular file it changes
+	// nothing.
+	f, err := os.OpenFile(w.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NONBLOCK, 0o600)
 	if err != nil {
 		return fmt.Errorf("audit log: %w", err)
 	}

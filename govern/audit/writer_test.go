@@ -3,7 +3,9 @@ package audit
 import (
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 )
@@ -87,6 +89,41 @@ func TestWriterFailsWhileThePathCannotBeOpened(t *testing.T) {
 	assert.ErrorContains(t, w.Write(mustBuild(t, b, completedRecord())), "permission denied")
 	assert.Equal(t, w.Errors(), uint64(1))
 	assert.NilError(t, os.Chmod(dir, 0o700))
+	assert.NilError(t, w.Write(mustBuild(t, b, completedRecord())))
+	got, err := ReadAll(path, Filter{})
+	assert.NilError(t, err)
+	assert.Equal(t, len(got), 1)
+}
+
+// A path replaced by a FIFO that nobody reads fails the write at once: an
+// open(2) for writing would wait for a reader, holding the writer, so
+// every later call would hang instead of being refused (audit_unavailable).
+// Once a regular file is back at the path, writes succeed again.
+func TestWriterRefusesAFIFOAtItsPath(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	w, err := OpenWriter(path)
+	assert.NilError(t, err)
+	defer w.Close()
+	b := testBuilder()
+	assert.NilError(t, w.Write(mustBuild(t, b, completedRecord())))
+	assert.NilError(t, os.Remove(path))
+	assert.NilError(t, syscall.Mkfifo(path, 0o600))
+	done := make(chan error, 1)
+	go func() { done <- w.Write(mustBuild(t, b, completedRecord())) }()
+	select {
+	case err := <-done:
+		assert.ErrorContains(t, err, "audit log")
+	case <-time.After(5 * time.Second):
+		// Free the writer so the test can end: a reader lets the open return.
+		if f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
+			defer f.Close()
+		}
+		<-done
+		t.Fatal("Write waited for a reader of the FIFO at the audit path")
+	}
+	assert.Equal(t, w.Errors(), uint64(1))
+	assert.NilError(t, os.Remove(path))
 	assert.NilError(t, w.Write(mustBuild(t, b, completedRecord())))
 	got, err := ReadAll(path, Filter{})
 	assert.NilError(t, err)
