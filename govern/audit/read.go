@@ -134,21 +134,41 @@ func Find(path, id string) (*Event, error) {
 // that never reached its completion (the gateway was killed mid-run), a
 // framework's own tool, or a refusal. Refused-destination events are
 // linked to their execution and stay too.
+//
+// A decision is folded only into the first execution that follows it in
+// the file, links to it, and judged the same command (by hash) for the
+// same agent, as the gateway writes them: a line that merely names a
+// decision's id (appended by another process) cannot take its place, so
+// the list never shows a command other than the one decided. Every
+// execution is listed.
 func Calls(events []*Event) []*Event {
-	completed := map[string]bool{}
+	decisions := map[string]*Event{} // id -> the first decision with it, so far
+	folded := map[*Event]bool{}
 	for _, ev := range events {
-		if ev.Data.Execution != nil && ev.Data.LinkedEventID != "" {
-			completed[ev.Data.LinkedEventID] = true
+		if ev.Data.Execution == nil {
+			if _, seen := decisions[ev.ID]; ev.Type == TypeDecision && !seen {
+				decisions[ev.ID] = ev
+			}
+			continue
+		}
+		if d := decisions[ev.Data.LinkedEventID]; d != nil && !folded[d] && sameCall(d, ev) {
+			folded[d] = true
 		}
 	}
 	out := make([]*Event, 0, len(events))
 	for _, ev := range events {
-		if ev.Data.Execution == nil && ev.Type == TypeDecision && completed[ev.ID] {
-			continue
+		if !folded[ev] {
+			out = append(out, ev)
 		}
-		out = append(out, ev)
 	}
 	return out
+}
+
+// sameCall reports whether execution x can be the completion of decision
+// d: the same agent, and the same judged command.
+func sameCall(d, x *Event) bool {
+	return d.Data.Agent == x.Data.Agent && d.Data.Command != nil && x.Data.Command != nil &&
+		d.Data.Command.SHA256 == x.Data.Command.SHA256
 }
 
 // Linked returns the events of the file at path that link to id: a
