@@ -1,10 +1,16 @@
 package audit
 
 import (
+	"bytes"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/mitrity/mitrity/govern/shell"
 )
 
 // Calls shows a call that ran as its execution, and every decision no
@@ -84,4 +90,32 @@ func TestCallsFoldOnlyTheirOwnExecution(t *testing.T) {
 		own, again := linked(d, nil), linked(d, nil)
 		assert.DeepEqual(t, ids(Calls([]*Event{d, own, again})), []string{own.ID, again.ID})
 	})
+}
+
+// What an agent or an upstream chose (a tool name, an agent name, a
+// command's words) cannot drive the operator's terminal through `audit
+// list` or `audit show`: no escape sequence, carriage return, line break,
+// bidi override or other unprintable character reaches it raw, so no row
+// can be rewritten, hidden or forged on screen.
+func TestRenderShowsChosenTextInert(t *testing.T) {
+	b := testBuilder()
+	r := completedRecord()
+	const evil = "shell\x1b[1A\x1b[2K\r\x1b]0;x\x07\u202e\u2028\x85\x7f\xff"
+	r.Call.Tool = "mcp__srv__" + evil
+	r.Call.Agent = "ci" + evil
+	// Without a line break or a tab among them too.
+	r.Analysis.Commands[0].Argv = []shell.Word{{Value: "bash"}, {Value: "./deploy.sh\x1b[1A\x1b[2K\u202e"}}
+	r.Call.Cwd = "/workspace\x1b]0;x\x07"
+	ev := mustBuild(t, b, r)
+	var list, card bytes.Buffer
+	assert.NilError(t, RenderList(&list, []*Event{ev}))
+	assert.NilError(t, RenderCard(&card, ev))
+	for name, out := range map[string]string{"list": list.String(), "card": card.String()} {
+		bad := strings.IndexFunc(out, func(c rune) bool {
+			return c != '\n' && (c == utf8.RuneError || !unicode.IsPrint(c) && c != ' ')
+		})
+		assert.Check(t, bad < 0, "%s: an unprintable character reaches the terminal at %d: %q", name, bad, out)
+	}
+	assert.Check(t, is.Equal(strings.Count(list.String(), "\n"), 2), "a header and one line: %q", list.String())
+	assert.Check(t, is.Contains(list.String(), `\x1b[1A`), "the escape is shown, escaped")
 }
