@@ -91,8 +91,10 @@ func Read(r io.Reader, f Filter) ([]*Event, error) {
 		br     = bufio.NewReader(r)
 	)
 	for n := 1; ; n++ {
-		line, rerr := br.ReadBytes('\n')
-		if line = bytes.TrimSpace(line); len(line) > 0 {
+		line, long, rerr := readLine(br)
+		if long {
+			errs = append(errs, &LineError{n, fmt.Errorf("longer than %d bytes: skipped unread", MaxLineBytes)})
+		} else if line = bytes.TrimSpace(line); len(line) > 0 {
 			ev := new(Event)
 			if err := json.Unmarshal(line, ev); err != nil {
 				errs = append(errs, &LineError{n, err})
@@ -111,6 +113,31 @@ func Read(r io.Reader, f Filter) ([]*Event, error) {
 		}
 	}
 	return events, errors.Join(errs...)
+}
+
+// MaxLineBytes bounds a line Read will hold: far beyond any event the
+// gateway writes (a command's text is at most 64 KiB, and what an event
+// records of it is bounded by it), so a longer line is damage or another
+// process's, and is skipped: no more of it is held, whatever its length.
+const MaxLineBytes = 64 << 20
+
+// readLine reads one line, its newline included. A line longer than
+// MaxLineBytes is read past to its end and reported long, with nothing
+// of it kept.
+func readLine(br *bufio.Reader) (line []byte, long bool, err error) {
+	for {
+		frag, err := br.ReadSlice('\n')
+		if !long {
+			if len(line)+len(frag) > MaxLineBytes {
+				long, line = true, nil
+			} else {
+				line = append(line, frag...)
+			}
+		}
+		if err != bufio.ErrBufferFull {
+			return line, long, err
+		}
+	}
 }
 
 // Find returns the event with the given id (for `audit show`).

@@ -2,6 +2,10 @@ package audit
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"runtime"
 	"strings"
 	"testing"
 	"unicode"
@@ -118,4 +122,43 @@ func TestRenderShowsChosenTextInert(t *testing.T) {
 	}
 	assert.Check(t, is.Equal(strings.Count(list.String(), "\n"), 2), "a header and one line: %q", list.String())
 	assert.Check(t, is.Contains(list.String(), `\x1b[1A`), "the escape is shown, escaped")
+}
+
+// zeros is n bytes of 'x', read without holding them.
+type zeros struct{ n int64 }
+
+func (z *zeros) Read(p []byte) (int, error) {
+	if z.n <= 0 {
+		return 0, io.EOF
+	}
+	k := int(min(int64(len(p)), z.n))
+	for i := range p[:k] {
+		p[i] = 'x'
+	}
+	z.n -= int64(k)
+	return k, nil
+}
+
+// A line longer than MaxLineBytes (garbage appended by another process,
+// a file that is not a trail) is skipped and named, never held beyond the
+// bound, and the events after it are read.
+func TestReadSkipsHugeLines(t *testing.T) {
+	ev := mustBuild(t, testBuilder(), completedRecord())
+	good, err := json.Marshal(ev)
+	assert.NilError(t, err)
+	in := io.MultiReader(strings.NewReader(string(good)+"\n"), &zeros{12*MaxLineBytes + 1}, strings.NewReader("\n"+string(good)+"\n"))
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	evs, err := Read(in, Filter{})
+	runtime.ReadMemStats(&after)
+	assert.Equal(t, len(evs), 2)
+	var le *LineError
+	assert.Assert(t, errors.As(err, &le), "%v", err)
+	assert.Equal(t, le.Line, 2)
+	assert.Check(t, is.ErrorContains(err, "longer than"))
+	// What is held of it stops at the bound: reading twelve times the bound
+	// allocates (in all, growth included) what the bound costs, not more
+	// (ReadBytes held the whole line: twice its size, at least).
+	assert.Check(t, after.TotalAlloc-before.TotalAlloc < 8*MaxLineBytes, "allocated %d bytes", after.TotalAlloc-before.TotalAlloc)
 }
