@@ -178,18 +178,23 @@ func TestServeDeniesAndReports(t *testing.T) {
 	r := p.report(t)
 	hosts := []string{
 		"localhost:443", "metadata.google.internal:443", `"2130706433":443`, `"0x7f000001":443`,
-		"[::ffff:127.0.0.1]:443", "example.com:22", "169.254.169.254:80",
+		"[::ffff:127.0.0.1]:443", "example.com:22", "169.254.169.254:80", "x:80",
 	}
+	reasons := make([]egress.Reason, 0, len(hosts))
+	for _, tc := range cases[:len(cases)-1] {
+		reasons = append(reasons, tc.reason)
+	}
+	reasons = append(reasons, egress.ReasonBadRequest) // the origin-form GET, its Host header's destination
 	assert.Equal(t, len(r.Denials), len(hosts))
 	for i, d := range r.Denials {
 		assert.Check(t, is.Equal(d.Target, hosts[i]))
-		assert.Check(t, is.Equal(d.Reason, cases[i].reason), d.Target)
+		assert.Check(t, is.Equal(d.Reason, reasons[i]), d.Target)
 		assert.Check(t, !d.First.IsZero())
 	}
 	assert.Equal(t, r.Denials[0].Count, 2) // localhost, asked twice
 	assert.Equal(t, r.Denials[6].Method, http.MethodGet)
 	r.Denials = nil
-	assert.DeepEqual(t, r, egress.Report{Denied: len(cases), DeniedHosts: hosts, BadRequests: 1})
+	assert.DeepEqual(t, r, egress.Report{Denied: len(cases) + 1, DeniedHosts: hosts, BadRequests: 1})
 	_, err = os.Stat(p.socket)
 	assert.Assert(t, os.IsNotExist(err), "socket left behind")
 	assert.Check(t, is.Contains(p.stderr.String(), "egress.decision"))

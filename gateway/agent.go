@@ -212,7 +212,7 @@ func newAgentLaunch(c *cli.Context, cfg *config.Config, svc *service.Service, lo
 	}
 	l.closers = append(l.closers, func() { w.Close() })
 	l.deps = agentlaunch.Deps{
-		Helper: helper, ProxyPath: egress.FindBinary(), ProxyLog: egress.LogTo(logger), ProxyLevel: egress.LogLevel(logger),
+		Helper: helper, ProxyPath: egress.FindBinary(), ProxyLog: egress.LogTo(logger, nil), ProxyLevel: egress.LogLevel(logger),
 		Audit: w, Source: audit.DefaultSource(), LaunchedBy: os.Getuid(), Logger: logger,
 		Stdio: sandbox.Stdio{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr},
 		Serve: func(session string) (func(), error) {

@@ -141,7 +141,7 @@ func (e *Event) validateAgentSession() []error {
 
 // renderAgentSession is the card of an agent session event.
 func renderAgentSession(p *printer, s *AgentSession) {
-	p.line("Agent session (" + s.Phase + ")")
+	p.line("Agent session (" + oneLine(s.Phase) + ")")
 	p.row("  Framework", s.Framework)
 	p.row("  Program", fmt.Sprintf("%s, %d arguments (sha256 %s)", s.Program, s.Args, dash(s.ArgsSHA256)))
 	p.row("  Launched by uid", strconv.Itoa(s.LaunchedBy))

@@ -91,8 +91,10 @@ func Read(r io.Reader, f Filter) ([]*Event, error) {
 		br     = bufio.NewReader(r)
 	)
 	for n := 1; ; n++ {
-		line, rerr := br.ReadBytes('\n')
-		if line = bytes.TrimSpace(line); len(line) > 0 {
+		line, long, rerr := readLine(br)
+		if long {
+			errs = append(errs, &LineError{n, fmt.Errorf("longer than %d bytes: skipped unread", MaxLineBytes)})
+		} else if line = bytes.TrimSpace(line); len(line) > 0 {
 			ev := new(Event)
 			if err := json.Unmarshal(line, ev); err != nil {
 				errs = append(errs, &LineError{n, err})
@@ -111,6 +113,31 @@ func Read(r io.Reader, f Filter) ([]*Event, error) {
 		}
 	}
 	return events, errors.Join(errs...)
+}
+
+// MaxLineBytes bounds a line Read will hold: far beyond any event the
+// gateway writes (a command's text is at most 64 KiB, and what an event
+// records of it is bounded by it), so a longer line is damage or another
+// process's, and is skipped: no more of it is held, whatever its length.
+const MaxLineBytes = 64 << 20
+
+// readLine reads one line, its newline included. A line longer than
+// MaxLineBytes is read past to its end and reported long, with nothing
+// of it kept.
+func readLine(br *bufio.Reader) (line []byte, long bool, err error) {
+	for {
+		frag, err := br.ReadSlice('\n')
+		if !long {
+			if len(line)+len(frag) > MaxLineBytes {
+				long, line = true, nil
+			} else {
+				line = append(line, frag...)
+			}
+		}
+		if err != bufio.ErrBufferFull {
+			return line, long, err
+		}
+	}
 }
 
 // Find returns the event with the given id (for `audit show`).
@@ -134,21 +161,41 @@ func Find(path, id string) (*Event, error) {
 // that never reached its completion (the gateway was killed mid-run), a
 // framework's own tool, or a refusal. Refused-destination events are
 // linked to their execution and stay too.
+//
+// A decision is folded only into the first execution that follows it in
+// the file, links to it, and judged the same command (by hash) for the
+// same agent, as the gateway writes them: a line that merely names a
+// decision's id (appended by another process) cannot take its place, so
+// the list never shows a command other than the one decided. Every
+// execution is listed.
 func Calls(events []*Event) []*Event {
-	completed := map[string]bool{}
+	decisions := map[string]*Event{} // id -> the first decision with it, so far
+	folded := map[*Event]bool{}
 	for _, ev := range events {
-		if ev.Data.Execution != nil && ev.Data.LinkedEventID != "" {
-			completed[ev.Data.LinkedEventID] = true
+		if ev.Data.Execution == nil {
+			if _, seen := decisions[ev.ID]; ev.Type == TypeDecision && !seen {
+				decisions[ev.ID] = ev
+			}
+			continue
+		}
+		if d := decisions[ev.Data.LinkedEventID]; d != nil && !folded[d] && sameCall(d, ev) {
+			folded[d] = true
 		}
 	}
 	out := make([]*Event, 0, len(events))
 	for _, ev := range events {
-		if ev.Data.Execution == nil && ev.Type == TypeDecision && completed[ev.ID] {
-			continue
+		if !folded[ev] {
+			out = append(out, ev)
 		}
-		out = append(out, ev)
 	}
 	return out
+}
+
+// sameCall reports whether execution x can be the completion of decision
+// d: the same agent, and the same judged command.
+func sameCall(d, x *Event) bool {
+	return d.Data.Agent == x.Data.Agent && d.Data.Command != nil && x.Data.Command != nil &&
+		d.Data.Command.SHA256 == x.Data.Command.SHA256
 }
 
 // Linked returns the events of the file at path that link to id: a

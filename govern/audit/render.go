@@ -7,6 +7,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/mitrity/mitrity/govern"
 )
@@ -218,7 +220,7 @@ func RenderCard(w io.Writer, ev *Event) error {
 		p.line("  Pinned scripts")
 		p.line("    PATH\tSHA-256\tSIZE\tPINNED")
 		for _, s := range x.PinnedScripts {
-			p.line(fmt.Sprintf("    %s\t%s\t%d\t%s", oneLine(s.Path), s.SHA256, s.Size, pinMethodString(s.PinMethod)))
+			p.line(fmt.Sprintf("    %s\t%s\t%d\t%s", oneLine(s.Path), oneLine(s.SHA256), s.Size, pinMethodString(s.PinMethod)))
 		}
 	}
 	if len(x.ProtectedCreated) > 0 {
@@ -242,14 +244,14 @@ func RenderCard(w io.Writer, ev *Event) error {
 	if len(x.CredentialWritten) > 0 {
 		p.line("  Credentials left in the workspace (files the run changed that hold one)")
 		for _, w := range x.CredentialWritten {
-			p.line(fmt.Sprintf("    %s\t%s", oneLine(w.Path), w.Credential))
+			p.line(fmt.Sprintf("    %s\t%s", oneLine(w.Path), oneLine(w.Credential)))
 		}
 	}
 	if len(x.ArgvRefused) > 0 {
 		p.line("  Program starts refused (credential_in_argv: an argument carried an injected credential)")
 		p.line("    PROGRAM\tARGUMENT\tCREDENTIAL")
 		for _, a := range x.ArgvRefused {
-			p.line(fmt.Sprintf("    %s\t%d\t%s", oneLine(a.Program), a.Argument, a.Credential))
+			p.line(fmt.Sprintf("    %s\t%d\t%s", oneLine(a.Program), a.Argument, oneLine(a.Credential)))
 		}
 	}
 	if x.Status.Started() {
@@ -309,10 +311,14 @@ func RenderList(w io.Writer, events []*Event) error {
 		if d.Command != nil && len(d.Command.SHA256) >= 12 {
 			cmd = d.Command.SHA256[:12]
 		}
-		p.line(strings.Join([]string{
+		cols := []string{
 			ev.Time.UTC().Format(time.RFC3339), ev.ID, d.Agent, d.Tool, string(d.Decision.Outcome),
 			dash(string(d.Decision.Reason)), status, mode, exit, cmd,
-		}, "\t"))
+		}
+		for i := range cols {
+			cols[i] = oneLine(cols[i]) // a line read back may say anything
+		}
+		p.line(strings.Join(cols, "\t"))
 	}
 	return p.flush()
 }
@@ -369,15 +375,21 @@ func quoteWord(s string) string {
 	return strconv.Quote(s)
 }
 
-// oneLine keeps a value from breaking the card's layout: a newline or a
-// tab in recorded text (a message, an argv word) is shown escaped.
+// oneLine keeps recorded text (a message, an argv word, a tool or agent
+// name an agent or an upstream chose) from breaking the layout or driving
+// the operator's terminal: a value with anything unprintable in it (a
+// newline, a tab, a carriage return, an escape sequence, a bidi override,
+// U+2028, a byte that is not UTF-8) is shown Go-escaped, so no row can be
+// rewritten, hidden or forged on screen.
 func oneLine(s string) string {
-	if !strings.ContainsAny(s, "\n\r\t") {
+	if !strings.ContainsFunc(s, unprintable) {
 		return s
 	}
 	q := strconv.Quote(s)
 	return q[1 : len(q)-1]
 }
+
+func unprintable(r rune) bool { return r == utf8.RuneError || r != ' ' && !unicode.IsPrint(r) }
 
 func streamString(s Stream) string {
 	t := "not truncated"

@@ -35,7 +35,12 @@ var ErrClosed = errors.New("audit writer is closed")
 // opens the path afresh, so no event goes to a file nobody will read.
 // Reopen does the same on demand (SIGHUP after logrotate).
 type Writer struct {
-	path    string
+	path string
+	// follow: the path was a symbolic link at the first open (the
+	// operator's), so every open follows it; otherwise none does, and a
+	// link planted there later fails the writes instead of sending the
+	// events (and the O_CREATE) wherever it points.
+	follow  bool
 	errors  atomic.Uint64
 	reopens [numReopenCauses]atomic.Uint64
 	// OnReopen, when set before the first Write, is told of each reopen
@@ -98,6 +103,9 @@ func (c ReopenCause) String() string {
 // a group-readable trail on purpose.
 func OpenWriter(path string) (*Writer, error) {
 	w := &Writer{path: path}
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		w.follow = true
+	}
 	if err := w.open(); err != nil {
 		return nil, err
 	}
@@ -111,7 +119,16 @@ func (w *Writer) open() error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("audit log directory: %w", err)
 	}
-	f, err := os.OpenFile(w.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	// O_NONBLOCK: a FIFO put at the path would otherwise hold the open
+	// until someone reads it, and with it the writer and every call
+	// waiting to be recorded; it fails at once (ENXIO), or opens and is
+	// refused below as not a regular file. On a regular file it changes
+	// nothing.
+	flags := os.O_WRONLY | os.O_APPEND | os.O_CREATE | syscall.O_NONBLOCK
+	if !w.follow {
+		flags |= syscall.O_NOFOLLOW
+	}
+	f, err := os.OpenFile(w.path, flags, 0o600)
 	if err != nil {
 		return fmt.Errorf("audit log: %w", err)
 	}

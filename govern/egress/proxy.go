@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -234,24 +235,81 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case !r.URL.IsAbs() || r.URL.Host == "":
-		p.bad(w, http.StatusBadRequest, "this is a forward proxy: send CONNECT host:port or an absolute http:// URL")
+		p.bad(w, r, http.StatusBadRequest, "this is a forward proxy: send CONNECT host:port or an absolute http:// URL")
 	case r.URL.Scheme != "http":
-		p.bad(w, http.StatusBadRequest, "only http:// is forwarded; use CONNECT for https and everything else")
+		p.bad(w, r, http.StatusBadRequest, "only http:// is forwarded; use CONNECT for https and everything else")
 	case !forwardable[r.Method]:
-		p.bad(w, http.StatusMethodNotAllowed, "method not proxied: "+r.Method)
+		p.bad(w, r, http.StatusMethodNotAllowed, "method not proxied: "+methodWord(r.Method))
 	case r.Header.Get("Upgrade") != "":
-		p.bad(w, http.StatusBadRequest, "protocol upgrades are not proxied over plain HTTP; use CONNECT")
+		p.bad(w, r, http.StatusBadRequest, "protocol upgrades are not proxied over plain HTTP; use CONNECT")
 	default:
 		p.forward(w, r)
 	}
 }
 
-// bad answers a malformed request. It is not a destination decision, so it
-// is counted apart from denials.
-func (p *Proxy) bad(w http.ResponseWriter, code int, msg string) {
+// bad answers a request refused unread. No destination was looked at, but
+// the request still names where the script tried to go, and a script must
+// not probe hosts unrecorded by asking malformed questions: it is a refusal
+// like the others (reason bad_request), counted, listed and handed to the
+// denial hook, and also counted in BadRequests.
+func (p *Proxy) bad(w http.ResponseWriter, r *http.Request, code int, msg string) {
 	p.rec.badRequest()
+	p.decided(methodWord(r.Method), Decision{Reason: ReasonBadRequest, Target: requestTarget(r), Detail: msg})
 	w.Header().Set("Connection", "close")
 	http.Error(w, "egress: "+msg, code)
+}
+
+// maxMethodLen bounds a method as a denial records it: net/http accepts
+// any token as a method, as long as the headers allow.
+const maxMethodLen = 32
+
+// methodWord is r.Method as a denial records it. net/http has checked it
+// is a token, so it needs no quoting, only a bound.
+func methodWord(m string) string {
+	if len(m) > maxMethodLen {
+		return m[:maxMethodLen]
+	}
+	return m
+}
+
+// defaultPorts are the ports an absolute-form URL without one means.
+var defaultPorts = map[string]uint16{"http": 80, "ws": 80, "https": 443, "wss": 443, "ftp": 21}
+
+// requestTarget is the destination a request refused unread asked for, as
+// a Decision's Target: CONNECT's authority, an absolute URL's host and port
+// (its scheme's default when none is given), or an origin-form request's
+// Host header; canonical when it can be, else quoted as Check quotes.
+func requestTarget(r *http.Request) string {
+	if r.Method == http.MethodConnect {
+		if h, ps, err := net.SplitHostPort(r.RequestURI); err == nil {
+			if port, ok := parsePort(ps); ok {
+				return canonicalTarget(h, port)
+			}
+		}
+		return quoteRaw(r.RequestURI)
+	}
+	u := r.URL
+	if !u.IsAbs() || u.Host == "" {
+		u = &url.URL{Scheme: "http", Host: r.Host}
+	}
+	port := defaultPorts[strings.ToLower(u.Scheme)]
+	if ps := u.Port(); ps != "" {
+		n, ok := parsePort(ps)
+		if !ok {
+			return quoteRaw(u.Host)
+		}
+		port = n
+	}
+	return canonicalTarget(u.Hostname(), port)
+}
+
+// canonicalTarget is host:port with host canonical, or quoted when it
+// cannot be canonicalised.
+func canonicalTarget(host string, port uint16) string {
+	if h, err := CanonicalHost(host); err == nil {
+		return hostPort(h.String(), port)
+	}
+	return quoteTarget(host, port)
 }
 
 // decided logs one canonical line per decision, counts it and, for a
@@ -309,11 +367,11 @@ func upstreamError(w http.ResponseWriter) {
 func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 	authority := r.RequestURI
 	if strings.Contains(authority, "/") {
-		p.bad(w, http.StatusBadRequest, "CONNECT wants host:port")
+		p.bad(w, r, http.StatusBadRequest, "CONNECT wants host:port")
 		return
 	}
 	if _, _, err := net.SplitHostPort(authority); err != nil {
-		p.bad(w, http.StatusBadRequest, "CONNECT wants host:port")
+		p.bad(w, r, http.StatusBadRequest, "CONNECT wants host:port")
 		return
 	}
 	d := p.checker.CheckAuthority(r.Context(), authority)

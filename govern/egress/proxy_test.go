@@ -405,28 +405,49 @@ func TestBadRequests(t *testing.T) {
 	up := startUpstream(t, echoPrefixed)
 	c, _ := loopbackChecker(t, egress.Config{Allow: []string{"allowed.test:" + port(up)}}, "allowed.test")
 	proxy, px := startProxy(t, c)
+	long := strings.Repeat("M", 100)
 	tests := []struct {
-		raw  string
-		code int
+		raw    string
+		code   int
+		target string // the destination the report lists; "" for none
+		method string
 	}{
-		{"GET / HTTP/1.1\r\nHost: allowed.test\r\n\r\n", http.StatusBadRequest},
-		{"GET https://allowed.test/ HTTP/1.1\r\nHost: allowed.test\r\n\r\n", http.StatusBadRequest},
-		{"GET ftp://allowed.test/ HTTP/1.1\r\nHost: allowed.test\r\n\r\n", http.StatusBadRequest},
-		{"TRACE http://allowed.test:" + port(up) + "/ HTTP/1.1\r\nHost: allowed.test\r\n\r\n", http.StatusMethodNotAllowed},
-		{"BREW http://allowed.test:" + port(up) + "/ HTTP/1.1\r\nHost: allowed.test\r\n\r\n", http.StatusMethodNotAllowed},
-		{"CONNECT /path HTTP/1.1\r\nHost: allowed.test\r\n\r\n", http.StatusBadRequest},
-		{"CONNECT allowed.test HTTP/1.1\r\nHost: allowed.test\r\n\r\n", http.StatusBadRequest},
-		{"GET http://allowed.test:" + port(up) + "/ HTTP/1.1\r\nHost: allowed.test\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n", http.StatusBadRequest},
-		{"GET http://allowed.test:" + port(up) + "/ HTTP/1.1\r\nHost: allowed.test\r\nX-Big: " + strings.Repeat("a", 64<<10) + "\r\n\r\n", http.StatusRequestHeaderFieldsTooLarge},
+		{"GET / HTTP/1.1\r\nHost: origin.test\r\n\r\n", http.StatusBadRequest, "origin.test:80", "GET"},
+		{"GET https://evil.test/ HTTP/1.1\r\nHost: evil.test\r\n\r\n", http.StatusBadRequest, "evil.test:443", "GET"},
+		{"GET ftp://ftp.test/ HTTP/1.1\r\nHost: ftp.test\r\n\r\n", http.StatusBadRequest, "ftp.test:21", "GET"},
+		{"TRACE http://trace.test:8080/ HTTP/1.1\r\nHost: trace.test\r\n\r\n", http.StatusMethodNotAllowed, "trace.test:8080", "TRACE"},
+		{long + " http://brew.test/ HTTP/1.1\r\nHost: brew.test\r\n\r\n", http.StatusMethodNotAllowed, "brew.test:80", long[:32]},
+		{"CONNECT /path HTTP/1.1\r\nHost: allowed.test\r\n\r\n", http.StatusBadRequest, `"/path"`, "CONNECT"},
+		{"CONNECT noport.test HTTP/1.1\r\nHost: noport.test\r\n\r\n", http.StatusBadRequest, `"noport.test"`, "CONNECT"},
+		{"CONNECT slash.test:443/x HTTP/1.1\r\nHost: slash.test\r\n\r\n", http.StatusBadRequest, `"slash.test:443/x"`, "CONNECT"},
+		{"GET http://ws.test:" + port(up) + "/ HTTP/1.1\r\nHost: ws.test\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n", http.StatusBadRequest, "ws.test:" + port(up), "GET"},
+		{"GET https://evil.test/again HTTP/1.1\r\nHost: evil.test\r\n\r\n", http.StatusBadRequest, "", ""}, // a repeat: counted, listed once
+		{"GET http://allowed.test:" + port(up) + "/ HTTP/1.1\r\nHost: allowed.test\r\nX-Big: " + strings.Repeat("a", 64<<10) + "\r\n\r\n", http.StatusRequestHeaderFieldsTooLarge, "", ""},
 	}
+	var want []string
 	for _, tc := range tests {
 		resp := plainRequest(t, proxy, tc.raw)
 		assert.Check(t, is.Equal(resp.StatusCode, tc.code), strings.SplitN(tc.raw, "\r\n", 2)[0])
+		if tc.target != "" {
+			want = append(want, tc.target)
+		}
 	}
 	assert.Equal(t, up.accepts.Load(), int64(0))
+	// Each is a refusal like any other: counted, its destination listed
+	// (so it reaches the audit event and its DLP event), reason bad_request.
 	r := px.Report()
-	assert.Equal(t, r.Denied, 0)
-	assert.Equal(t, r.BadRequests, len(tests)-1) // 431 is net/http's own answer
+	refused := len(tests) - 1 // 431 is net/http's own answer
+	assert.Equal(t, r.BadRequests, refused)
+	assert.Equal(t, r.Denied, refused)
+	assert.DeepEqual(t, r.DeniedHosts, want)
+	assert.Equal(t, len(r.Denials), len(want))
+	for i, d := range r.Denials {
+		assert.Check(t, is.Equal(d.Target, want[i]))
+		assert.Check(t, is.Equal(d.Reason, egress.ReasonBadRequest), d.Target)
+		assert.Check(t, is.Equal(d.Method, tests[i].method), d.Target)
+		assert.Check(t, d.Detail != "", d.Target)
+	}
+	assert.Equal(t, r.Denials[1].Count, 2) // evil.test:443, asked twice
 }
 
 func TestReportAndDenialHook(t *testing.T) {

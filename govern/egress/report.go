@@ -17,7 +17,8 @@ type Report struct {
 	// Allowed counts connections allowed: CONNECTs and plain HTTP requests
 	// whose destination passed (DialErrors of them were then unreachable).
 	Allowed int `json:"allowed"`
-	// Denied counts refused connections; each also went to the denial hook.
+	// Denied counts refused connections and requests; each also went to
+	// the denial hook.
 	Denied int `json:"denied"`
 	// DeniedHosts are the first MaxDeniedHosts distinct refused host:port.
 	DeniedHosts []string `json:"denied_hosts"`
@@ -29,8 +30,9 @@ type Report struct {
 	Denials []DeniedDestination `json:"denials"`
 	// DialErrors counts allowed destinations that could not be reached.
 	DialErrors int `json:"dial_errors"`
-	// BadRequests counts requests refused as malformed (400, 405) before any
-	// destination was looked at.
+	// BadRequests counts the refusals among Denied that were requests
+	// refused unread (400, 405), before any destination was looked at
+	// (reason bad_request).
 	BadRequests int `json:"bad_requests"`
 }
 

@@ -62,6 +62,19 @@ func (k *known) redactor() (*redactor, error) {
 	return &redactor{k.red}, nil
 }
 
+// scrub takes every known value out of a text the gateway logs. A nil k
+// knows none.
+func (k *known) scrub(v string) string {
+	if k == nil {
+		return v
+	}
+	red, err := k.redactor()
+	if err != nil {
+		return "[withheld: the redactor could not be built]"
+	}
+	return red.Scrub(v)
+}
+
 // redactor is a dlp.Redactor as the audit's Scrubber.
 type redactor struct{ *dlp.Redactor }
 

@@ -41,7 +41,10 @@ func LoadPolicy(cfg *config.Config) (*policy.Policy, error) {
 // like the config's, no run may see them, and those that configure the
 // gateway must be out of every run's reach (CheckOwnFiles).
 func Open(cfg *config.Config, logger zerolog.Logger, extra ...ownfiles.File) (*Service, error) {
-	g, err := build(cfg, logger, extra)
+	// The service first (no side effect): its generations' proxies log
+	// with what it knows scrubbed.
+	svc := New(Deps{Config: cfg, Logger: logger})
+	g, err := build(cfg, logger, extra, &svc.known)
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +53,7 @@ func Open(cfg *config.Config, logger zerolog.Logger, extra ...ownfiles.File) (*S
 		g.close()
 		return nil, err
 	}
-	svc := New(Deps{Config: cfg, Audit: w, Logger: logger})
+	svc.audit = w
 	w.OnReopen = func(cause audit.ReopenCause, err error) {
 		if err != nil {
 			logger.Error().Err(err).Str("cause", cause.String()).Str("path", cfg.Audit.Path).Msg("the audit log could not be opened again: every call is refused (audit_unavailable) until it can")
@@ -88,7 +91,7 @@ func resolveRunAs(cfg *config.Config) (runAs *plan.User, home string, err error)
 }
 
 // build makes a generation from cfg.
-func build(cfg *config.Config, logger zerolog.Logger, extra []ownfiles.File, opts ...pipeline.Option) (*generation, error) {
+func build(cfg *config.Config, logger zerolog.Logger, extra []ownfiles.File, k *known, opts ...pipeline.Option) (*generation, error) {
 	pol, err := LoadPolicy(cfg)
 	if err != nil {
 		return nil, err
@@ -111,7 +114,7 @@ func build(cfg *config.Config, logger zerolog.Logger, extra []ownfiles.File, opt
 	if err := place.Check(own); err != nil {
 		return nil, fmt.Errorf("the gateway's own files are within reach of the commands it runs, refusing to start:\n%w", err)
 	}
-	g := &generation{cfg: cfg, home: home, runAs: runAs, own: own, place: place, proxyLog: logger,
+	g := &generation{cfg: cfg, home: home, runAs: runAs, own: own, place: place, proxyLog: logger, proxyKnown: k,
 		scrub: own.Scrubber(ownfiles.WritableRoots(cfg, pol))}
 	if cfg.ThreatIntel.Feed != "" {
 		feed, err := intel.NewWatcher(cfg.ThreatIntel.Feed, time.Duration(cfg.ThreatIntel.ReloadSeconds)*time.Second, logger)
@@ -164,7 +167,7 @@ func (g *generation) setBackend(b backend) {
 	// The proxy enforces the host's egress settings in mode none too.
 	xopts := []executor.Option{executor.WithEgressSettings(egressConfig(g.cfg)),
 		// Each run's proxy logs its decisions into the gateway's log.
-		executor.WithEgressProxyLog(egress.LogTo(g.proxyLog), egress.LogLevel(g.proxyLog))}
+		executor.WithEgressProxyLog(egress.LogTo(g.proxyLog, g.proxyKnown.scrub), egress.LogLevel(g.proxyLog))}
 	if g.backend.available {
 		xopts = append(xopts, executor.WithSandbox(g.backend.sandbox))
 	}
@@ -207,7 +210,7 @@ func (s *Service) Reload(cfg *config.Config, logger zerolog.Logger) error {
 	if len(fixed) > 0 {
 		return fmt.Errorf("%s changed: restart the gateway to apply it; nothing was reloaded", strings.Join(fixed, ", "))
 	}
-	g, err := build(cfg, logger, s.extra, pipeline.WithHolds(old.pipe.Holds()))
+	g, err := build(cfg, logger, s.extra, &s.known, pipeline.WithHolds(old.pipe.Holds()))
 	if err != nil {
 		return err
 	}

@@ -49,7 +49,8 @@ type Service struct {
 	metrics *metrics.Metrics // nil: none
 	reload  sync.Mutex       // one Reload (or re-probe) at a time
 	// known are the credential values this gateway has, redacted from
-	// every run's output.
+	// every run's output (and from what its runs' egress proxies log,
+	// through each generation).
 	known known
 	// extra are the own files the gateway's flags name (Open), kept for
 	// every reload.
@@ -89,8 +90,10 @@ type generation struct {
 	scrub   *ownfiles.Scrubber
 	closers []func() error
 	// proxyLog is the gateway's logger, which every run's egress proxy
-	// logs into.
-	proxyLog zerolog.Logger
+	// logs into, every value of known scrubbed (nil: a generation New
+	// made, which starts no proxy of its own).
+	proxyLog   zerolog.Logger
+	proxyKnown *known
 }
 
 // bound is the service with the generation one call runs under.
