@@ -16,6 +16,7 @@ import (
 	"os"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -73,7 +74,9 @@ func (t Tokens) Replace(next Tokens) { t.set.entries.Store(next.set.entries.Load
 // lines and lines starting with # ignored. The file must not be readable
 // or writable by group or others (0600).
 func LoadTokens(path string) (Tokens, error) {
-	f, err := os.Open(path)
+	// O_NONBLOCK: a named pipe is refused below, not opened waiting for a
+	// writer (a hung start, or a SIGHUP reload that never returns).
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return Tokens{}, err
 	}

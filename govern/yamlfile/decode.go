@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
+	"unicode/utf8"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
@@ -81,11 +83,20 @@ func (d *Doc) loc(path string, key bool) Loc {
 // ReadFile reads the file at path and decodes it as Decode does. The file
 // name in errors is path as given.
 func ReadFile(path string, v any) (*Doc, error) {
-	f, err := os.Open(path)
+	// O_NONBLOCK: a named pipe is refused below rather than opened waiting
+	// for a writer, which would hang the start, or a SIGHUP reload and
+	// every reload and audit reopen after it, without a word. A regular
+	// file reads the same either way.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil {
+		return nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, &Errors{List: []FieldError{{File: path, Msg: fmt.Sprintf("not a regular file (%s)", fileKind(fi.Mode()))}}}
+	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
 	if err != nil {
 		return nil, err
@@ -105,6 +116,13 @@ func ReadFile(path string, v any) (*Doc, error) {
 func Decode(file string, data []byte, v any) (doc *Doc, err error) {
 	doc = &Doc{File: file, nodes: map[string]place{}}
 	errs := &Errors{}
+	// YAML allows one byte order mark at the start, which the parser
+	// would read as part of the first key.
+	data = bytes.TrimPrefix(data, []byte("\ufeff"))
+	if fe, ok := notUTF8(file, data); ok {
+		errs.Add(fe)
+		return nil, errs.Err()
+	}
 	defer func() {
 		// The parser is third-party code fed operator input; a panic in it
 		// must become a refusal to start, not a crash without a message.
@@ -148,6 +166,44 @@ func Decode(file string, data []byte, v any) (doc *Doc, err error) {
 		return nil, errs.Err()
 	}
 	return doc, nil
+}
+
+// notUTF8 reports the first byte of data that is not UTF-8, at its line and
+// column. The parser would pass such bytes through into values, where a
+// pattern, a path or a URL would then mean other bytes than the audit
+// trail's JSON (which replaces them) and the operator's editor show.
+func notUTF8(file string, data []byte) (FieldError, bool) {
+	if utf8.Valid(data) {
+		return FieldError{}, false
+	}
+	line, start := 1, 0
+	for i := 0; i < len(data); {
+		r, n := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && n == 1 {
+			col := utf8.RuneCount(data[start:i]) + 1
+			return FieldError{File: file, Line: line, Col: col, Msg: fmt.Sprintf("the file is not UTF-8 (byte %#02x); save it as UTF-8", data[i])}, true
+		}
+		if r == '\n' {
+			line, start = line+1, i+n
+		}
+		i += n
+	}
+	return FieldError{}, false
+}
+
+// fileKind names what a path that is not a regular file is.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	}
+	return m.Type().String()
 }
 
 // yamlError turns a goccy error into a FieldError with its position.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
@@ -234,4 +235,57 @@ func TestReadFile(t *testing.T) {
 	assert.NilError(t, writeFile(big, strings.Repeat("#", MaxFileBytes+1)))
 	_, err = ReadFile(big, &w)
 	assert.ErrorContains(t, err, "larger than 4 MiB")
+}
+
+// TestDecodeEncoding: a file is UTF-8. A leading byte order mark (what
+// some editors write) is allowed, as YAML allows it, and is not part of
+// the first key; bytes that are not UTF-8 (a Latin-1 or UTF-16 file) are
+// refused at their place instead of reaching a value as they are.
+func TestDecodeEncoding(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, src string
+		want      []string
+	}{
+		{"byte order mark", "\ufeffname: x\n", nil},
+		{"latin-1 in a value", "name: x\nenv:\n  A: \"caf\xe9\"\n", []string{`f.yaml:3:10: the file is not UTF-8 (byte 0xe9); save it as UTF-8`}},
+		{"latin-1 in a key", "env:\n  \xe9: b\n", []string{`f.yaml:2:3: the file is not UTF-8 (byte 0xe9); save it as UTF-8`}},
+		{"utf-16", "\xff\xfen\x00a\x00", []string{`f.yaml:1:1: the file is not UTF-8 (byte 0xff); save it as UTF-8`}},
+		{"byte order mark twice", "\ufeff\ufeffname: x\n", []string{`f.yaml:1:1: ["\ufeffname"]: unknown key "\ufeffname"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			assert.DeepEqual(t, lines(t, tt.src), tt.want)
+		})
+	}
+	var w wire
+	_, err := Decode("f.yaml", []byte("\ufeffname: x\n"), &w)
+	assert.NilError(t, err)
+	assert.Equal(t, *w.Name, "x")
+}
+
+// TestReadFileNotRegular: a config or policy path that names a named pipe
+// is refused at once; opening it would wait for a writer, and a gateway
+// that never starts (or a SIGHUP reload that never ends, and with it every
+// later audit reopen) says nothing about why. A directory is refused too.
+func TestReadFileNotRegular(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fifo := dir + "/fifo.yaml"
+	assert.NilError(t, mkfifo(fifo))
+	for _, p := range []string{fifo, dir} {
+		done := make(chan error, 1)
+		go func() {
+			var w wire
+			_, err := ReadFile(p, &w)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			assert.ErrorContains(t, err, p+": not a regular file")
+		case <-time.After(5 * time.Second):
+			t.Fatalf("ReadFile(%s) still waiting after 5s", p)
+		}
+	}
 }
