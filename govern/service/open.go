@@ -89,6 +89,31 @@ func resolveRunAs(cfg *config.Config) (runAs *plan.User, home string, err error)
 
 // build makes a generation from cfg.
 func build(cfg *config.Config, logger zerolog.Logger, extra []ownfiles.File, opts ...pipeline.Option) (*generation, error) {
+	g, err := assemble(cfg, logger, extra, opts...)
+	if err != nil {
+		return nil, err
+	}
+	g.setBackend(selectBackend(cfg, g.place))
+	return g, nil
+}
+
+// Preflight builds from cfg what a start builds, and refuses what a start
+// refuses: the policy, the run_as user, the placement of the gateway's own
+// files, the threat-intel feed, the compiled rules, the notifier and the
+// sandbox settings file. It then releases them; it opens no audit log and
+// probes no sandbox. `validate` runs it, so that what it passes a start
+// does not refuse. extra are the files the start's flags would name.
+func Preflight(cfg *config.Config, extra ...ownfiles.File) (*policy.Policy, error) {
+	g, err := assemble(cfg, zerolog.Nop(), extra)
+	if err != nil {
+		return nil, err
+	}
+	g.close()
+	return g.pipe.Policy(), nil
+}
+
+// assemble is build without the sandbox backend.
+func assemble(cfg *config.Config, logger zerolog.Logger, extra []ownfiles.File, opts ...pipeline.Option) (*generation, error) {
 	pol, err := LoadPolicy(cfg)
 	if err != nil {
 		return nil, err
@@ -145,7 +170,6 @@ func build(cfg *config.Config, logger zerolog.Logger, extra []ownfiles.File, opt
 			return nil, fmt.Errorf("exec.sandbox.settings_file: %w", err)
 		}
 	}
-	g.setBackend(selectBackend(cfg, g.place))
 	return g, nil
 }
 
