@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"os"
 	"strings"
 	"syscall"
@@ -56,5 +57,32 @@ func TestConfigReloadCounted(t *testing.T) {
 	hup("reloaded configuration and policy")
 	if a, r := count("applied"), count("refused"); a != 1 || r != 2 {
 		t.Errorf("after an applied reload: applied %v refused %v", a, r)
+	}
+}
+
+// TestConcurrencyLimitHoldsAcrossReload: max_concurrent bounds the runs
+// at once across a SIGHUP reload too. Each generation built its own
+// executor with a fresh set of slots, so right after a reload another
+// max_concurrent runs could start beside those still running under the
+// last one (every reload while long runs ran added another set).
+func TestConcurrencyLimitHoldsAcrossReload(t *testing.T) {
+	w := newWorldBackend(t, false, e2ePolicy, "bubblewrap")
+	g := startHTTPGW(t, w, gwOptions{maxConcurrent: 1, logLevel: "info"})
+	tag := "sleep 43.75; true"
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	defer g.busy(t, ctx, tag)()
+	before := strings.Count(g.stderr.String(), "reloaded configuration and policy")
+	must(t, g.cmd.Process.Signal(syscall.SIGHUP))
+	for deadline := time.Now().Add(10 * time.Second); strings.Count(g.stderr.String(), "reloaded configuration and policy") == before; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no reload in the log:\n%s", g.stderr.String())
+		}
+	}
+	m := marker(t)
+	r, err := callShell(t, ctx, g.client(t), map[string]any{"command": "echo " + m})
+	must(t, err)
+	if !r.isError || r.structured["reason"] != "concurrency_limit" || strings.Contains(r.stdout, m) {
+		t.Fatalf("a second run beside the first, after a reload, with max_concurrent 1: %+v", r)
 	}
 }

@@ -41,7 +41,7 @@ func LoadPolicy(cfg *config.Config) (*policy.Policy, error) {
 // like the config's, no run may see them, and those that configure the
 // gateway must be out of every run's reach (CheckOwnFiles).
 func Open(cfg *config.Config, logger zerolog.Logger, extra ...ownfiles.File) (*Service, error) {
-	g, err := build(cfg, logger, extra)
+	g, err := build(cfg, logger, extra, executor.NewSlots(cfg.Exec.Limits.MaxConcurrent))
 	if err != nil {
 		return nil, err
 	}
@@ -87,12 +87,16 @@ func resolveRunAs(cfg *config.Config) (runAs *plan.User, home string, err error)
 	return &plan.User{UID: uint32(uid), GID: uint32(gid), Name: u.Username}, u.HomeDir, nil
 }
 
-// build makes a generation from cfg.
-func build(cfg *config.Config, logger zerolog.Logger, extra []ownfiles.File, opts ...pipeline.Option) (*generation, error) {
+// build makes a generation from cfg; its
+// slots bound its runs at once: every generation of one service shares
+// them, so a reload does not grant a fresh set beside runs still holding
+// the last one's.
+func build(cfg *config.Config, logger zerolog.Logger, extra []ownfiles.File, slots *executor.Slots, opts ...pipeline.Option) (*generation, error) {
 	g, err := assemble(cfg, logger, extra, opts...)
 	if err != nil {
 		return nil, err
 	}
+	g.slots = slots
 	g.setBackend(selectBackend(cfg, g.place))
 	return g, nil
 }
@@ -192,6 +196,9 @@ func (g *generation) setBackend(b backend) {
 	if g.backend.available {
 		xopts = append(xopts, executor.WithSandbox(g.backend.sandbox))
 	}
+	if g.slots != nil {
+		xopts = append(xopts, executor.WithSlots(g.slots))
+	}
 	g.exec = executor.New(g.cfg.Exec.Limits.MaxConcurrent, xopts...)
 }
 
@@ -231,12 +238,17 @@ func (s *Service) Reload(cfg *config.Config, logger zerolog.Logger) error {
 	if len(fixed) > 0 {
 		return fmt.Errorf("%s changed: restart the gateway to apply it; nothing was reloaded", strings.Join(fixed, ", "))
 	}
-	g, err := build(cfg, logger, s.extra, pipeline.WithHolds(old.pipe.Holds()))
+	g, err := build(cfg, logger, s.extra, old.slots, pipeline.WithHolds(old.pipe.Holds()))
 	if err != nil {
 		return err
 	}
 	s.known.readable(cfg)
 	s.gen.Store(g)
+	if g.slots != nil {
+		// The new bound from now on; runs of the last generation keep
+		// their slots and count against it.
+		g.slots.SetLimit(cfg.Exec.Limits.MaxConcurrent)
+	}
 	s.probed = time.Now()
 	// The old feed watcher stops; calls still running under the old
 	// generation keep the feed it last loaded.
