@@ -2,6 +2,7 @@ package service
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"os/user"
 	"reflect"
@@ -23,6 +24,8 @@ import (
 	"github.com/mitrity/mitrity/govern/plan"
 	"github.com/mitrity/mitrity/govern/policy"
 	"github.com/mitrity/mitrity/govern/sandbox/settings"
+	"github.com/mitrity/mitrity/govern/upstream"
+	"github.com/mitrity/mitrity/govern/yamlfile"
 )
 
 // LoadPolicy reads the config's policy file, or the embedded default.
@@ -74,7 +77,11 @@ func resolveRunAs(cfg *config.Config) (runAs *plan.User, home string, err error)
 	if os.Geteuid() != 0 {
 		return nil, "", nil
 	}
-	// Config validation already requires run_as for a root gateway.
+	// Config validation requires run_as for a root gateway whose shell is
+	// enabled; without the shell it is needed all the same.
+	if cfg.Exec.RunAs == "" {
+		return nil, "", cfg.Loc("exec.run_as").Errorf("required when the gateway runs as root: what it runs for agents never runs as root")
+	}
 	u, err := user.Lookup(cfg.Exec.RunAs)
 	if err != nil {
 		return nil, "", fmt.Errorf("exec.run_as %q: %w", cfg.Exec.RunAs, err)
@@ -116,6 +123,26 @@ func Preflight(cfg *config.Config, extra ...ownfiles.File) (*policy.Policy, erro
 	return g.pipe.Policy(), nil
 }
 
+// checkCAFiles reads every url upstream's tls.ca_file as its client will:
+// one that cannot be used refuses the start (and the reload), naming the
+// field, instead of leaving the upstream unable to connect.
+func checkCAFiles(cfg *config.Config) error {
+	errs := &yamlfile.Errors{}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Upstreams)) {
+		u := cfg.Upstreams[name]
+		if u.Stdio() || u.TLS.CAFile == "" {
+			continue
+		}
+		if _, err := upstream.CAPool(u.TLS.CAFile); err != nil {
+			errs.Add(cfg.Loc(yamlfile.Key("upstreams", name)+".tls.ca_file").Errorf("%v", err))
+		}
+	}
+	if err := errs.Err(); err != nil {
+		return fmt.Errorf("invalid configuration, refusing to start:\n%w", err)
+	}
+	return nil
+}
+
 // assemble is build without the sandbox backend.
 func assemble(cfg *config.Config, logger zerolog.Logger, extra []ownfiles.File, opts ...pipeline.Option) (*generation, error) {
 	pol, err := LoadPolicy(cfg)
@@ -139,6 +166,9 @@ func assemble(cfg *config.Config, logger zerolog.Logger, extra []ownfiles.File, 
 	place := placement(cfg, pol, runAs)
 	if err := place.Check(own); err != nil {
 		return nil, fmt.Errorf("the gateway's own files are within reach of the commands it runs, refusing to start:\n%w", err)
+	}
+	if err := checkCAFiles(cfg); err != nil {
+		return nil, err
 	}
 	g := &generation{cfg: cfg, home: home, runAs: runAs, own: own, place: place, proxyLog: logger,
 		scrub: own.Scrubber(ownfiles.WritableRoots(cfg, pol))}
