@@ -7,11 +7,11 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"os"
-	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mitrity/mitrity/govern/regfile"
 )
 
 // HTTPClient is the client of a Streamable HTTP upstream: caFile (PEM,
@@ -41,16 +41,11 @@ const MaxCAFileBytes = 4 << 20
 // certificate. The gateway checks it before it starts, so a bad file is
 // refused at boot rather than found when the upstream connects.
 func CAPool(caFile string) (*x509.CertPool, error) {
-	f, err := os.OpenFile(caFile, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := regfile.Open(caFile)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil {
-		return nil, err
-	} else if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", caFile)
-	}
 	pem, err := io.ReadAll(io.LimitReader(f, MaxCAFileBytes+1))
 	if err != nil {
 		return nil, err

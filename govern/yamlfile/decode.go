@@ -5,14 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"math"
-	"os"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"unicode/utf8"
 
 	"github.com/goccy/go-yaml"
@@ -20,6 +19,8 @@ import (
 	"github.com/goccy/go-yaml/lexer"
 	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
+
+	"github.com/mitrity/mitrity/govern/regfile"
 )
 
 // MaxFileBytes bounds a config or policy file. Both are hand-written; a file
@@ -91,20 +92,15 @@ func (d *Doc) loc(path string, key bool) Loc {
 // ReadFile reads the file at path and decodes it as Decode does. The file
 // name in errors is path as given.
 func ReadFile(path string, v any) (*Doc, error) {
-	// O_NONBLOCK: a named pipe is refused below rather than opened waiting
-	// for a writer, which would hang the start, or a SIGHUP reload and
-	// every reload and audit reopen after it, without a word. A regular
-	// file reads the same either way.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := regfile.Open(path)
 	if err != nil {
-		return nil, err
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return nil, err // absent, unreadable: the caller words it
+		}
+		return nil, &Errors{List: []FieldError{{File: path, Msg: strings.TrimPrefix(err.Error(), path+": ")}}}
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil {
-		return nil, err
-	} else if !fi.Mode().IsRegular() {
-		return nil, &Errors{List: []FieldError{{File: path, Msg: fmt.Sprintf("not a regular file (%s)", fileKind(fi.Mode()))}}}
-	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
 	if err != nil {
 		return nil, err
@@ -255,21 +251,6 @@ func tooComplex(file string, tokens token.Tokens) (FieldError, bool) {
 		}
 	}
 	return FieldError{}, false
-}
-
-// fileKind names what a path that is not a regular file is.
-func fileKind(m os.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&os.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&os.ModeSocket != 0:
-		return "a socket"
-	case m&os.ModeDevice != 0:
-		return "a device"
-	}
-	return m.Type().String()
 }
 
 // yamlError turns a goccy error into a FieldError with its position.
