@@ -142,18 +142,7 @@ func TestConcurrencyLimitStampsNoSandbox(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		bctx, bcancel := context.WithCancel(ctx)
-		busy := g.client(t)
-		done := make(chan struct{})
-		go func() {
-			busy.CallTool(bctx, &mcp.CallToolParams{Name: "shell__execute", Arguments: map[string]any{"command": tag}})
-			close(done)
-		}()
-		for deadline := time.Now().Add(20 * time.Second); len(procsWith(tag)) < 1; time.Sleep(50 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("the first run did not start")
-			}
-		}
+		stopBusy := g.busy(t, ctx, tag)
 		r, err := callShell(t, ctx, g.client(t), map[string]any{"command": "true"})
 		must(t, err)
 		if !r.isError || r.structured["reason"] != "concurrency_limit" || r.structured["status"] != "never_ran" {
@@ -176,7 +165,27 @@ func TestConcurrencyLimitStampsNoSandbox(t *testing.T) {
 		if m, ok := x["sandbox_mode"]; ok {
 			t.Errorf("the audit card of a call that never ran has sandbox_mode %v", m)
 		}
-		bcancel()
-		<-done
+		stopBusy()
 	})
+}
+
+// busy starts a call of command (a tag that names its processes) on a
+// session of its own, waits until it runs, and returns what ends it.
+func (g *httpGW) busy(t *testing.T, ctx context.Context, command string) (stop func()) {
+	t.Helper()
+	bctx, bcancel := context.WithCancel(ctx)
+	cs := g.client(t)
+	done := make(chan struct{})
+	go func() {
+		cs.CallTool(bctx, &mcp.CallToolParams{Name: "shell__execute", Arguments: map[string]any{"command": command}})
+		close(done)
+	}()
+	stop = func() { bcancel(); <-done }
+	for deadline := time.Now().Add(20 * time.Second); len(procsWith(command)) < 1; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			stop()
+			t.Fatal("the first run did not start")
+		}
+	}
+	return stop
 }

@@ -363,6 +363,16 @@ func checkHTTPUpstream(v *validator, p string, u Upstream) {
 		}
 		v.checkTemplate(kp, u.Headers[k])
 	}
+	if pu != nil && pu.Scheme == "http" {
+		// The operator who set these expects a checked certificate; over
+		// http there is none, and headers (credentials) go in clear.
+		if u.TLS.CAFile != "" {
+			v.errorf(p+".tls.ca_file", "tls is for an https url; %q is http, so nothing is encrypted and no certificate is checked", u.URL)
+		}
+		if u.TLS.ServerName != "" {
+			v.errorf(p+".tls.server_name", "tls is for an https url; %q is http, so nothing is encrypted and no certificate is checked", u.URL)
+		}
+	}
 	if f := u.TLS.CAFile; f != "" {
 		if _, err := v.Stat(f); err != nil {
 			v.errorf(p+".tls.ca_file", "%q: %v", f, unwrapPathError(err))

@@ -69,7 +69,7 @@ func (r *Result) TimedOut() bool { return r.Status == govern.StatusTimedOut }
 
 // Executor runs plans, at most MaxConcurrent at once.
 type Executor struct {
-	sem       chan struct{}
+	slots     *Slots
 	killGrace time.Duration
 	// sandbox runs bubblewrap modes; nil means only mode none can run.
 	sandbox *Sandbox
@@ -119,9 +119,12 @@ func New(maxConcurrent int, opts ...Option) *Executor {
 	if maxConcurrent < 1 {
 		maxConcurrent = 1
 	}
-	e := &Executor{sem: make(chan struct{}, maxConcurrent), killGrace: DefaultKillGrace}
+	e := &Executor{killGrace: DefaultKillGrace}
 	for _, o := range opts {
 		o(e)
+	}
+	if e.slots == nil {
+		e.slots = NewSlots(maxConcurrent)
 	}
 	if !e.proxySet {
 		e.proxyPath = egress.FindBinary()
@@ -140,12 +143,11 @@ func New(maxConcurrent int, opts ...Option) *Executor {
 func (e *Executor) Run(ctx context.Context, p *plan.Plan, mode govern.SandboxMode, creds map[string]string, stdout, stderr io.Writer) (res Result) {
 	var r Result
 	r.SandboxMode = mode
-	select {
-	case e.sem <- struct{}{}:
-		defer func() { <-e.sem }()
-	default:
-		return neverRan(r, govern.ReasonConcurrencyLimit, fmt.Sprintf("%d executions are already running; try again when one finishes", cap(e.sem)))
+	ok, limit := e.slots.take()
+	if !ok {
+		return neverRan(r, govern.ReasonConcurrencyLimit, fmt.Sprintf("%d executions are already running; try again when one finishes", limit))
 	}
+	defer e.slots.give()
 	return e.run(ctx, p, mode, creds, runIO{stdout: stdout, stderr: stderr})
 }
 

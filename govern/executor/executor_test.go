@@ -237,13 +237,37 @@ func TestConcurrencyLimit(t *testing.T) {
 	go func() { defer wg.Done(); e.Run(context.Background(), slow, govern.SandboxNone, nil, nil, nil) }()
 	// Wait until the first run holds the slot.
 	deadline := time.Now().Add(5 * time.Second)
-	for len(e.sem) == 0 && time.Now().Before(deadline) {
+	for e.slots.Used() == 0 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	r := e.Run(context.Background(), newPlan(t, nil), govern.SandboxNone, nil, nil, nil)
 	assert.Equal(t, r.Status, govern.StatusNeverRan)
 	assert.Equal(t, r.Reason, govern.ReasonConcurrencyLimit)
 	wg.Wait()
+}
+
+// TestSlotsShared: executors built with the same Slots (the generations
+// of one gateway across reloads) share the bound; a lower limit refuses
+// new runs while the old ones hold their slots.
+func TestSlotsShared(t *testing.T) {
+	t.Parallel()
+	slots := NewSlots(1)
+	first, second := New(1, WithSlots(slots)), New(8, WithSlots(slots))
+	slow := newPlan(t, func(s *spec) { s.Command = "sleep 1" })
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); first.Run(context.Background(), slow, govern.SandboxNone, nil, nil, nil) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for slots.Used() == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	r := second.Run(context.Background(), newPlan(t, nil), govern.SandboxNone, nil, nil, nil)
+	assert.Equal(t, r.Reason, govern.ReasonConcurrencyLimit)
+	slots.SetLimit(2)
+	r = second.Run(context.Background(), newPlan(t, nil), govern.SandboxNone, nil, nil, nil)
+	assert.Equal(t, r.Status, govern.StatusCompleted)
+	wg.Wait()
+	assert.Equal(t, slots.Used(), 0)
 }
 
 func TestOnlyModeNone(t *testing.T) {

@@ -23,6 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mitrity/mitrity/govern/policy"
+	"github.com/mitrity/mitrity/govern/regfile"
 )
 
 // Tokens maps bearer tokens to agent ids. Copies share one set, which
@@ -73,7 +74,7 @@ func (t Tokens) Replace(next Tokens) { t.set.entries.Store(next.set.entries.Load
 // lines and lines starting with # ignored. The file must not be readable
 // or writable by group or others (0600).
 func LoadTokens(path string) (Tokens, error) {
-	f, err := os.Open(path)
+	f, err := regfile.Open(path)
 	if err != nil {
 		return Tokens{}, err
 	}
@@ -81,9 +82,6 @@ func LoadTokens(path string) (Tokens, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return Tokens{}, err
-	}
-	if !fi.Mode().IsRegular() {
-		return Tokens{}, fmt.Errorf("%s is not a regular file", path)
 	}
 	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
 		return Tokens{}, fmt.Errorf("%s has mode %04o: a token file must be readable by its owner only (chmod 600)", path, perm)

@@ -33,6 +33,13 @@ type limitListener struct {
 	byPeer map[string]int
 }
 
+// LimitListener wraps l so that at most max connections are open at once,
+// perPeer from one peer (one local user on loopback); one past a bound is
+// answered 503 and closed at once. The admin listener uses it.
+func LimitListener(l net.Listener, max, perPeer int) net.Listener {
+	return newLimitListener(l, max, perPeer, nil)
+}
+
 func newLimitListener(l net.Listener, max, perPeer int, refused func(reason string)) *limitListener {
 	return &limitListener{Listener: l, max: max, perPeer: perPeer, peer: peerKey, refused: refused, byPeer: map[string]int{}}
 }

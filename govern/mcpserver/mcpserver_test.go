@@ -9,6 +9,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -547,5 +548,24 @@ func TestProgress(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("no progress notification for a 1 s command")
+	}
+}
+
+// TestLoadTokensNotRegular: a --token-file that names a named pipe is
+// refused at once rather than opened waiting for a writer: at boot the
+// gateway would hang without a word, and on SIGHUP the reload goroutine
+// (and with it every later audit reopen and reload) would wait forever.
+func TestLoadTokensNotRegular(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "tokens")
+	must(t, syscall.Mkfifo(p, 0o600))
+	done := make(chan error, 1)
+	go func() { _, err := mcpserver.LoadTokens(p); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Fatalf("a named pipe as the token file: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("LoadTokens still waiting on a named pipe after 5s")
 	}
 }

@@ -25,6 +25,10 @@ const (
 	NameEgressDenied      = "mitrity_egress_denied_total"
 	NameAuditWriteErrors  = "mitrity_audit_write_errors_total"
 	NameAuditReopens      = "mitrity_audit_reopens_total"
+	// NameReloads counts SIGHUP reloads of the config and policy by
+	// result, so a refused reload (the old config still in force) can be
+	// alerted on rather than found in the log.
+	NameReloads = "mitrity_config_reloads_total"
 
 	// NameUpstreamProgressDropped counts upstream progress notifications
 	// that belong to no call of the session that sent them.
@@ -44,6 +48,7 @@ const (
 	LabelStatus      = "status"
 	LabelSandboxMode = "sandbox_mode"
 	LabelKind        = "kind"
+	LabelResult      = "result"
 )
 
 // ConnRefusedReasons is the reason label's vocabulary of
@@ -97,6 +102,7 @@ type Metrics struct {
 	egressDenied prometheus.Counter
 	auditErrors  prometheus.Counter
 	auditReopens *prometheus.CounterVec
+	reloads      *prometheus.CounterVec
 	progressDrop prometheus.Counter
 	kinds        []string // the redaction kind vocabulary
 
@@ -156,6 +162,13 @@ func New() *Metrics {
 	for _, c := range AuditReopenCauses {
 		m.auditReopens.WithLabelValues(c)
 	}
+	m.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: NameReloads,
+		Help: "SIGHUP reloads of the config and policy, by result: applied (in force from the next call), refused (invalid, or a change that needs a restart: the running ones stay).",
+	}, []string{LabelResult})
+	for _, r := range ReloadResults {
+		m.reloads.WithLabelValues(r)
+	}
 	m.connsRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: NameHTTPConnectionsRefused,
 		Help: "Connections to the MCP HTTP listener refused at accept, by reason: peer_limit (the peer's share) or total_limit.",
@@ -172,7 +185,7 @@ func New() *Metrics {
 		Name: NameMCPSessions,
 		Help: "MCP sessions open over Streamable HTTP.",
 	}, func() float64 { return m.servingValue(func(s *serving) func() int { return s.sessions }) })
-	m.reg.MustRegister(m.decisions, m.executions, m.duration, m.redactions, m.egressDenied, m.auditErrors, m.auditReopens, m.progressDrop,
+	m.reg.MustRegister(m.decisions, m.executions, m.duration, m.redactions, m.egressDenied, m.auditErrors, m.auditReopens, m.reloads, m.progressDrop,
 		m.connsRefused, m.sessionsRefused, conns, sessions,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, r := range ConnRefusedReasons {
@@ -283,6 +296,29 @@ func (m *Metrics) AuditReopened(cause string) {
 		cause = Other
 	}
 	m.auditReopens.WithLabelValues(cause).Inc()
+}
+
+// ReloadResults is the result label's vocabulary of
+// mitrity_config_reloads_total.
+var ReloadResults = []string{ReloadApplied, ReloadRefused}
+
+// The results of a reload.
+const (
+	ReloadApplied = "applied"
+	ReloadRefused = "refused"
+)
+
+// Reloaded counts one SIGHUP reload of the config and policy: applied
+// when err is nil, else refused.
+func (m *Metrics) Reloaded(err error) {
+	if m == nil {
+		return
+	}
+	r := ReloadApplied
+	if err != nil {
+		r = ReloadRefused
+	}
+	m.reloads.WithLabelValues(r).Inc()
 }
 
 // SetServing names the functions that report the HTTP server's open

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"bufio"
+	"errors"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -268,6 +269,7 @@ func TestNilMetrics(t *testing.T) {
 	m.Redactions(KindCredential, 1)
 	m.DLPHits([]dlp.Hit{{Detector: "jwt"}})
 	m.AuditWriteError()
+	m.Reloaded(nil)
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	assert.Equal(t, rec.Code, http.StatusNotFound)
@@ -340,4 +342,19 @@ func TestAuditReopenCauses(t *testing.T) {
 	if !slices.Equal(AuditReopenCauses, want) {
 		t.Fatalf("AuditReopenCauses = %v, want %v", AuditReopenCauses, want)
 	}
+}
+
+// TestReloaded: a reload is counted applied or refused, and both series
+// exist at zero before the first.
+func TestReloaded(t *testing.T) {
+	t.Parallel()
+	m := New()
+	assert.Equal(t, testutil.CollectAndCount(m.reloads), len(ReloadResults))
+	m.Reloaded(nil)
+	m.Reloaded(errors.New("exec.enabled changed"))
+	m.Reloaded(errors.New("unknown key"))
+	assert.DeepEqual(t, scrape(t, m), map[string]float64{
+		NameReloads + `{result="applied"}`: 1,
+		NameReloads + `{result="refused"}`: 2,
+	})
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/mitrity/mitrity/govern/mcpserver"
 	"github.com/mitrity/mitrity/govern/metrics"
 )
 
@@ -24,6 +25,10 @@ const (
 	adminIdleTimeout       = 60 * time.Second
 	adminMaxHeaderBytes    = 16 << 10
 	adminShutdownTimeout   = 5 * time.Second
+	// A scraper holds one or two connections: these bound what a local
+	// user can make the gateway hold open (descriptors executions need).
+	adminMaxConns        = 64
+	adminMaxConnsPerPeer = 8
 )
 
 // adminHandler serves GET /metrics (the Prometheus exposition of m) and
@@ -64,6 +69,7 @@ func startAdmin(ctx context.Context, addr string, m *metrics.Metrics, logger zer
 	if !loopbackAddr(l.Addr()) {
 		logger.Warn().Str("addr", addr).Msg("admin listener on a non-loopback address: anyone who can reach it can read the metrics (there is no authentication)")
 	}
+	l = mcpserver.LimitListener(l, adminMaxConns, adminMaxConnsPerPeer)
 	srv := &http.Server{
 		Handler:           adminHandler(m),
 		ReadHeaderTimeout: adminReadHeaderTimeout,

@@ -144,3 +144,50 @@ func TestLoopbackAddr(t *testing.T) {
 	}
 	assert.Check(t, !loopbackAddr(&net.UnixAddr{Name: "/tmp/x", Net: "unix"}))
 }
+
+// TestStartAdminConnectionsBounded: the admin listener holds at most
+// adminMaxConnsPerPeer connections of one local user at once; one past it
+// is answered 503 and closed at once, and a scrape still works once the
+// idle ones close. Before, any local user could hold as many connections
+// (each a descriptor of the gateway's, which executions need) as it could
+// open, each for the header timeout, again and again.
+func TestStartAdminConnectionsBounded(t *testing.T) {
+	t.Parallel()
+	addr, stop, err := startAdmin(context.Background(), "127.0.0.1:0", metrics.New(), zerolog.Nop())
+	assert.NilError(t, err)
+	defer stop()
+	var idle []net.Conn
+	defer func() {
+		for _, c := range idle {
+			c.Close()
+		}
+	}()
+	for range adminMaxConnsPerPeer {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		assert.NilError(t, err)
+		idle = append(idle, c)
+	}
+	// The accepts above are the server's to make; give it the moment.
+	time.Sleep(200 * time.Millisecond)
+	extra, err := net.DialTimeout("tcp", addr, time.Second)
+	assert.NilError(t, err)
+	defer extra.Close()
+	assert.NilError(t, extra.SetReadDeadline(time.Now().Add(3*time.Second)))
+	b, err := io.ReadAll(extra)
+	assert.NilError(t, err, "one connection past the bound was kept open")
+	assert.Check(t, is.Contains(string(b), "503 Service Unavailable"))
+	for _, c := range idle {
+		c.Close()
+	}
+	idle = nil
+	c := &http.Client{Timeout: 10 * time.Second}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		code, _ := adminGet(t, c, http.MethodGet, "http://"+addr+"/healthz")
+		if code == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no scrape after the idle connections closed: %d", code)
+		}
+	}
+}

@@ -209,12 +209,15 @@ func Serve(c *cli.Context, o Options) error {
 			return err
 		}
 	}
-	go reloadOnHUP(ctx, load, reloadTokens, svc, logger)
-
 	var m *metrics.Metrics
 	if cfg.Admin.Listen != "" {
 		m = metrics.New()
 		svc.SetMetrics(m)
+	}
+	// After the metrics: every reload is counted, the first one too.
+	go reloadOnHUP(ctx, load, reloadTokens, svc, m, logger)
+
+	if m != nil {
 		_, stopAdmin, err := startAdmin(ctx, cfg.Admin.Listen, m, logger)
 		if err != nil {
 			return cli.Exit(o.prefix()+"admin.listen: "+err.Error(), 1)
@@ -306,8 +309,8 @@ func startUpstreams(cfg *config.Config, svc *service.Service, srv *mcpserver.Ser
 // reloadOnHUP reopens the audit log and reloads the config and policy on
 // each SIGHUP. A config that does not validate, or a policy that does not
 // compile, leaves the running generation in place; either way the log says
-// what happened.
-func reloadOnHUP(ctx context.Context, load func() (*config.Config, error), reloadTokens func() error, svc *service.Service, logger zerolog.Logger) {
+// what happened, and m counts it (mitrity_config_reloads_total).
+func reloadOnHUP(ctx context.Context, load func() (*config.Config, error), reloadTokens func() error, svc *service.Service, m *metrics.Metrics, logger zerolog.Logger) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -335,6 +338,7 @@ func reloadOnHUP(ctx context.Context, load func() (*config.Config, error), reloa
 		if err == nil {
 			err = svc.Reload(cfg, logger)
 		}
+		m.Reloaded(err)
 		if err != nil {
 			logger.Error().Err(err).Msg("reload refused: the running configuration and policy stay")
 			continue

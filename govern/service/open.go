@@ -2,6 +2,7 @@ package service
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"os/user"
 	"reflect"
@@ -23,6 +24,8 @@ import (
 	"github.com/mitrity/mitrity/govern/plan"
 	"github.com/mitrity/mitrity/govern/policy"
 	"github.com/mitrity/mitrity/govern/sandbox/settings"
+	"github.com/mitrity/mitrity/govern/upstream"
+	"github.com/mitrity/mitrity/govern/yamlfile"
 )
 
 // LoadPolicy reads the config's policy file, or the embedded default.
@@ -44,7 +47,7 @@ func Open(cfg *config.Config, logger zerolog.Logger, extra ...ownfiles.File) (*S
 	// The service first (no side effect): its generations' proxies log
 	// with what it knows scrubbed.
 	svc := New(Deps{Config: cfg, Logger: logger})
-	g, err := build(cfg, logger, extra, &svc.known)
+	g, err := build(cfg, logger, extra, &svc.known, executor.NewSlots(cfg.Exec.Limits.MaxConcurrent))
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +80,11 @@ func resolveRunAs(cfg *config.Config) (runAs *plan.User, home string, err error)
 	if os.Geteuid() != 0 {
 		return nil, "", nil
 	}
-	// Config validation already requires run_as for a root gateway.
+	// Config validation requires run_as for a root gateway whose shell is
+	// enabled; without the shell it is needed all the same.
+	if cfg.Exec.RunAs == "" {
+		return nil, "", cfg.Loc("exec.run_as").Errorf("required when the gateway runs as root: what it runs for agents never runs as root")
+	}
 	u, err := user.Lookup(cfg.Exec.RunAs)
 	if err != nil {
 		return nil, "", fmt.Errorf("exec.run_as %q: %w", cfg.Exec.RunAs, err)
@@ -90,8 +97,58 @@ func resolveRunAs(cfg *config.Config) (runAs *plan.User, home string, err error)
 	return &plan.User{UID: uint32(uid), GID: uint32(gid), Name: u.Username}, u.HomeDir, nil
 }
 
-// build makes a generation from cfg.
-func build(cfg *config.Config, logger zerolog.Logger, extra []ownfiles.File, k *known, opts ...pipeline.Option) (*generation, error) {
+// build makes a generation from cfg; its
+// slots bound its runs at once: every generation of one service shares
+// them, so a reload does not grant a fresh set beside runs still holding
+// the last one's.
+func build(cfg *config.Config, logger zerolog.Logger, extra []ownfiles.File, k *known, slots *executor.Slots, opts ...pipeline.Option) (*generation, error) {
+	g, err := assemble(cfg, logger, extra, k, opts...)
+	if err != nil {
+		return nil, err
+	}
+	g.slots = slots
+	g.setBackend(selectBackend(cfg, g.place))
+	return g, nil
+}
+
+// Preflight builds from cfg what a start builds, and refuses what a start
+// refuses: the policy, the run_as user, the placement of the gateway's own
+// files, the threat-intel feed, the compiled rules, the notifier and the
+// sandbox settings file. It then releases them; it opens no audit log and
+// probes no sandbox. `validate` runs it, so that what it passes a start
+// does not refuse. extra are the files the start's flags would name.
+func Preflight(cfg *config.Config, extra ...ownfiles.File) (*policy.Policy, error) {
+	g, err := assemble(cfg, zerolog.Nop(), extra, nil)
+	if err != nil {
+		return nil, err
+	}
+	g.close()
+	return g.pipe.Policy(), nil
+}
+
+// checkCAFiles reads every url upstream's tls.ca_file as its client will:
+// one that cannot be used refuses the start (and the reload), naming the
+// field, instead of leaving the upstream unable to connect.
+func checkCAFiles(cfg *config.Config) error {
+	errs := &yamlfile.Errors{}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Upstreams)) {
+		u := cfg.Upstreams[name]
+		if u.Stdio() || u.TLS.CAFile == "" {
+			continue
+		}
+		if _, err := upstream.CAPool(u.TLS.CAFile); err != nil {
+			errs.Add(cfg.Loc(yamlfile.Key("upstreams", name)+".tls.ca_file").Errorf("%v", err))
+		}
+	}
+	if err := errs.Err(); err != nil {
+		return fmt.Errorf("invalid configuration, refusing to start:\n%w", err)
+	}
+	return nil
+}
+
+// assemble is build without the sandbox backend; k (nil for Preflight,
+// which runs nothing) is what the generation's proxies' logs are scrubbed of.
+func assemble(cfg *config.Config, logger zerolog.Logger, extra []ownfiles.File, k *known, opts ...pipeline.Option) (*generation, error) {
 	pol, err := LoadPolicy(cfg)
 	if err != nil {
 		return nil, err
@@ -113,6 +170,9 @@ func build(cfg *config.Config, logger zerolog.Logger, extra []ownfiles.File, k *
 	place := placement(cfg, pol, runAs)
 	if err := place.Check(own); err != nil {
 		return nil, fmt.Errorf("the gateway's own files are within reach of the commands it runs, refusing to start:\n%w", err)
+	}
+	if err := checkCAFiles(cfg); err != nil {
+		return nil, err
 	}
 	g := &generation{cfg: cfg, home: home, runAs: runAs, own: own, place: place, proxyLog: logger, proxyKnown: k,
 		scrub: own.Scrubber(ownfiles.WritableRoots(cfg, pol))}
@@ -148,7 +208,6 @@ func build(cfg *config.Config, logger zerolog.Logger, extra []ownfiles.File, k *
 			return nil, fmt.Errorf("exec.sandbox.settings_file: %w", err)
 		}
 	}
-	g.setBackend(selectBackend(cfg, g.place))
 	return g, nil
 }
 
@@ -170,6 +229,9 @@ func (g *generation) setBackend(b backend) {
 		executor.WithEgressProxyLog(egress.LogTo(g.proxyLog, g.proxyKnown.scrub), egress.LogLevel(g.proxyLog))}
 	if g.backend.available {
 		xopts = append(xopts, executor.WithSandbox(g.backend.sandbox))
+	}
+	if g.slots != nil {
+		xopts = append(xopts, executor.WithSlots(g.slots))
 	}
 	g.exec = executor.New(g.cfg.Exec.Limits.MaxConcurrent, xopts...)
 }
@@ -210,12 +272,17 @@ func (s *Service) Reload(cfg *config.Config, logger zerolog.Logger) error {
 	if len(fixed) > 0 {
 		return fmt.Errorf("%s changed: restart the gateway to apply it; nothing was reloaded", strings.Join(fixed, ", "))
 	}
-	g, err := build(cfg, logger, s.extra, &s.known, pipeline.WithHolds(old.pipe.Holds()))
+	g, err := build(cfg, logger, s.extra, &s.known, old.slots, pipeline.WithHolds(old.pipe.Holds()))
 	if err != nil {
 		return err
 	}
 	s.known.readable(cfg)
 	s.gen.Store(g)
+	if g.slots != nil {
+		// The new bound from now on; runs of the last generation keep
+		// their slots and count against it.
+		g.slots.SetLimit(cfg.Exec.Limits.MaxConcurrent)
+	}
 	s.probed = time.Now()
 	// The old feed watcher stops; calls still running under the old
 	// generation keep the feed it last loaded.

@@ -53,17 +53,6 @@ func placement(cfg *config.Config, pol *policy.Policy, runAs *plan.User) ownfile
 	return p
 }
 
-// CheckOwnFiles is the check Open and Reload make before anything runs:
-// nothing a sandboxed command can write may configure the gateway. It
-// returns every problem, each naming the setting at its line.
-func CheckOwnFiles(cfg *config.Config, pol *policy.Policy, extra ...ownfiles.File) error {
-	runAs, _, err := resolveRunAs(cfg)
-	if err != nil {
-		return err
-	}
-	return placement(cfg, pol, runAs).Check(ownFiles(cfg, extra))
-}
-
 func regularFile(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.Mode().IsRegular()

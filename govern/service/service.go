@@ -70,6 +70,7 @@ type generation struct {
 	cfg      *config.Config
 	pipe     *pipeline.Pipeline
 	exec     Runner
+	slots    *executor.Slots // the runs at once, shared by every generation (nil: the executor's own)
 	notifier *notify.Notifier
 	home     string
 	runAs    *plan.User

@@ -7,10 +7,11 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mitrity/mitrity/govern/regfile"
 )
 
 // HTTPClient is the client of a Streamable HTTP upstream: caFile (PEM,
@@ -21,18 +22,42 @@ func HTTPClient(caFile, serverName string, headers map[string]string) (*http.Cli
 	tr.Proxy = nil // an upstream is reached directly, never through the environment's proxy
 	tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, ServerName: serverName}
 	if caFile != "" {
-		pem, err := os.ReadFile(caFile)
+		pool, err := CAPool(caFile)
 		if err != nil {
 			return nil, err
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("%s holds no PEM certificate", caFile)
 		}
 		tr.TLSClientConfig.RootCAs = pool
 	}
 	return &http.Client{Transport: headerTransport{next: tr, headers: headers}, Timeout: 0,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}, nil
+}
+
+// MaxCAFileBytes bounds a tls.ca_file: a bundle of every public root is
+// a few hundred KiB.
+const MaxCAFileBytes = 4 << 20
+
+// CAPool reads a tls.ca_file: a regular file (a named pipe is refused, not
+// waited on) of at most MaxCAFileBytes holding at least one PEM
+// certificate. The gateway checks it before it starts, so a bad file is
+// refused at boot rather than found when the upstream connects.
+func CAPool(caFile string) (*x509.CertPool, error) {
+	f, err := regfile.Open(caFile)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	pem, err := io.ReadAll(io.LimitReader(f, MaxCAFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(pem) > MaxCAFileBytes {
+		return nil, fmt.Errorf("%s is larger than %d MiB", caFile, MaxCAFileBytes>>20)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s holds no PEM certificate", caFile)
+	}
+	return pool, nil
 }
 
 // ResponseHeaderTimeout bounds how long an upstream may take to start

@@ -5,18 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"math"
-	"os"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/lexer"
 	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
+
+	"github.com/mitrity/mitrity/govern/regfile"
 )
 
 // MaxFileBytes bounds a config or policy file. Both are hand-written; a file
@@ -30,6 +34,13 @@ const (
 	maxDepth = 64
 	maxSteps = 100_000
 )
+
+// maxBlockKeys bounds the keys of one block mapping, and maxDepth the
+// nesting of flow collections, before the file reaches the parser: its time
+// grows with the square of both (a 50 KB file of '[' took 5 GB and 6 s, a
+// 2 MB mapping of 200,000 keys five minutes), so a small file could stall a
+// start or a SIGHUP reload. Hand-written files are far below either.
+const maxBlockKeys = 10_000
 
 // Doc is a decoded file: its name and where each of its values sits, so that
 // checks run after decoding can still point at the line.
@@ -81,9 +92,13 @@ func (d *Doc) loc(path string, key bool) Loc {
 // ReadFile reads the file at path and decodes it as Decode does. The file
 // name in errors is path as given.
 func ReadFile(path string, v any) (*Doc, error) {
-	f, err := os.Open(path)
+	f, err := regfile.Open(path)
 	if err != nil {
-		return nil, err
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return nil, err // absent, unreadable: the caller words it
+		}
+		return nil, &Errors{List: []FieldError{{File: path, Msg: strings.TrimPrefix(err.Error(), path+": ")}}}
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
@@ -105,6 +120,13 @@ func ReadFile(path string, v any) (*Doc, error) {
 func Decode(file string, data []byte, v any) (doc *Doc, err error) {
 	doc = &Doc{File: file, nodes: map[string]place{}}
 	errs := &Errors{}
+	// YAML allows one byte order mark at the start, which the parser
+	// would read as part of the first key.
+	data = bytes.TrimPrefix(data, []byte("\ufeff"))
+	if fe, ok := notUTF8(file, data); ok {
+		errs.Add(fe)
+		return nil, errs.Err()
+	}
 	defer func() {
 		// The parser is third-party code fed operator input; a panic in it
 		// must become a refusal to start, not a crash without a message.
@@ -112,7 +134,12 @@ func Decode(file string, data []byte, v any) (doc *Doc, err error) {
 			doc, err = nil, &Errors{List: []FieldError{{File: file, Msg: fmt.Sprintf("cannot parse the file: %v", r)}}}
 		}
 	}()
-	f, err := parser.ParseBytes(data, 0)
+	tokens := lexer.Tokenize(string(data))
+	if fe, ok := tooComplex(file, tokens); ok {
+		errs.Add(fe)
+		return nil, errs.Err()
+	}
+	f, err := parser.Parse(tokens, 0)
 	if err != nil {
 		errs.Add(yamlError(file, err))
 		return nil, errs.Err()
@@ -148,6 +175,82 @@ func Decode(file string, data []byte, v any) (doc *Doc, err error) {
 		return nil, errs.Err()
 	}
 	return doc, nil
+}
+
+// notUTF8 reports the first byte of data that is not UTF-8, at its line and
+// column. The parser would pass such bytes through into values, where a
+// pattern, a path or a URL would then mean other bytes than the audit
+// trail's JSON (which replaces them) and the operator's editor show.
+func notUTF8(file string, data []byte) (FieldError, bool) {
+	if utf8.Valid(data) {
+		return FieldError{}, false
+	}
+	line, start := 1, 0
+	for i := 0; i < len(data); {
+		r, n := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && n == 1 {
+			col := utf8.RuneCount(data[start:i]) + 1
+			return FieldError{File: file, Line: line, Col: col, Msg: fmt.Sprintf("the file is not UTF-8 (byte %#02x); save it as UTF-8", data[i])}, true
+		}
+		if r == '\n' {
+			line, start = line+1, i+n
+		}
+		i += n
+	}
+	return FieldError{}, false
+}
+
+// tooComplex reports the first place where the tokens nest flow
+// collections deeper than maxDepth or put more than maxBlockKeys keys in
+// one block mapping. Keys are counted per column: a key closes the
+// mappings indented deeper than it, and so does a sequence entry, which
+// starts a new item. It counts on the lexer's tokens, which cost linear
+// time, and may over-count (never under-count) one mapping's keys.
+func tooComplex(file string, tokens token.Tokens) (FieldError, bool) {
+	type open struct{ col, keys int }
+	var block []open // the block mappings open, by column
+	flow := 0
+	at := func(tk *token.Token, format string, args ...any) (FieldError, bool) {
+		fe := FieldError{File: file, Msg: fmt.Sprintf(format, args...)}
+		if tk.Position != nil {
+			fe.Line, fe.Col = tk.Position.Line, tk.Position.Column
+		}
+		return fe, true
+	}
+	closeDeeper := func(col int) {
+		for len(block) > 0 && block[len(block)-1].col > col {
+			block = block[:len(block)-1]
+		}
+	}
+	for i, tk := range tokens {
+		switch tk.Type {
+		case token.SequenceStartType, token.MappingStartType:
+			if flow++; flow > maxDepth {
+				return at(tk, "flow collections nested more than %d levels deep", maxDepth)
+			}
+		case token.SequenceEndType, token.MappingEndType:
+			flow = max(flow-1, 0)
+		case token.SequenceEntryType:
+			if flow == 0 && tk.Position != nil {
+				closeDeeper(tk.Position.Column)
+			}
+		case token.MappingValueType:
+			if flow > 0 || i == 0 || tokens[i-1].Position == nil {
+				continue
+			}
+			key := tokens[i-1]
+			col := key.Position.Column
+			closeDeeper(col)
+			if len(block) == 0 || block[len(block)-1].col < col {
+				block = append(block, open{col: col})
+			}
+			top := &block[len(block)-1]
+			if top.keys++; top.keys > maxBlockKeys {
+				return at(key, "more than %d keys in one mapping", maxBlockKeys)
+			}
+		}
+	}
+	return FieldError{}, false
 }
 
 // yamlError turns a goccy error into a FieldError with its position.

@@ -2,8 +2,10 @@ package yamlfile
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
@@ -234,4 +236,115 @@ func TestReadFile(t *testing.T) {
 	assert.NilError(t, writeFile(big, strings.Repeat("#", MaxFileBytes+1)))
 	_, err = ReadFile(big, &w)
 	assert.ErrorContains(t, err, "larger than 4 MiB")
+}
+
+// TestDecodeEncoding: a file is UTF-8. A leading byte order mark (what
+// some editors write) is allowed, as YAML allows it, and is not part of
+// the first key; bytes that are not UTF-8 (a Latin-1 or UTF-16 file) are
+// refused at their place instead of reaching a value as they are.
+func TestDecodeEncoding(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, src string
+		want      []string
+	}{
+		{"byte order mark", "\ufeffname: x\n", nil},
+		{"latin-1 in a value", "name: x\nenv:\n  A: \"caf\xe9\"\n", []string{`f.yaml:3:10: the file is not UTF-8 (byte 0xe9); save it as UTF-8`}},
+		{"latin-1 in a key", "env:\n  \xe9: b\n", []string{`f.yaml:2:3: the file is not UTF-8 (byte 0xe9); save it as UTF-8`}},
+		{"utf-16", "\xff\xfen\x00a\x00", []string{`f.yaml:1:1: the file is not UTF-8 (byte 0xff); save it as UTF-8`}},
+		{"byte order mark twice", "\ufeff\ufeffname: x\n", []string{`f.yaml:1:1: ["\ufeffname"]: unknown key "\ufeffname"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			assert.DeepEqual(t, lines(t, tt.src), tt.want)
+		})
+	}
+	var w wire
+	_, err := Decode("f.yaml", []byte("\ufeffname: x\n"), &w)
+	assert.NilError(t, err)
+	assert.Equal(t, *w.Name, "x")
+}
+
+// TestReadFileNotRegular: a config or policy path that names a named pipe
+// is refused at once; opening it would wait for a writer, and a gateway
+// that never starts (or a SIGHUP reload that never ends, and with it every
+// later audit reopen) says nothing about why. A directory is refused too.
+func TestReadFileNotRegular(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fifo := dir + "/fifo.yaml"
+	assert.NilError(t, mkfifo(fifo))
+	for _, p := range []string{fifo, dir} {
+		done := make(chan error, 1)
+		go func() {
+			var w wire
+			_, err := ReadFile(p, &w)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			assert.ErrorContains(t, err, p+": not a regular file")
+		case <-time.After(5 * time.Second):
+			t.Fatalf("ReadFile(%s) still waiting after 5s", p)
+		}
+	}
+}
+
+// TestParserCostBounded: what makes the parser's time grow with the
+// square of the file (flow collections nested deep, one block mapping of
+// very many keys) is refused from the lexer's tokens, at its place, before
+// the parser sees it. Before, 50 KB of '[' took 5 GB and 6 s to refuse and
+// a 2 MB mapping of 200,000 keys five minutes to accept. Many keys spread
+// over many mappings (a feed's list of entries) stay accepted.
+func TestParserCostBounded(t *testing.T) {
+	t.Parallel()
+	keys := func(indent string, from, n int) string {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, "%sK%d: v\n", indent, from+i)
+		}
+		return b.String()
+	}
+	tests := []struct {
+		name, src string
+		want      []string
+	}{
+		{"flow nested too deep", "list: " + strings.Repeat("[", 100) + strings.Repeat("]", 100) + "\n",
+			[]string{`f.yaml:1:71: flow collections nested more than 64 levels deep`}},
+		{"flow nested unclosed", "list: " + strings.Repeat("{a: ", 1000) + "\n",
+			[]string{`f.yaml:1:263: flow collections nested more than 64 levels deep`}},
+		{"one mapping of too many keys", "env:\n" + keys("  ", 0, maxBlockKeys+1),
+			[]string{fmt.Sprintf(`f.yaml:%d:3: more than %d keys in one mapping`, maxBlockKeys+2, maxBlockKeys)}},
+		{"keys in two mappings", "env:\n" + keys("  ", 0, maxBlockKeys*3/5) + "inner:\n  mode: m\nenv2:\n" + keys("  ", 0, maxBlockKeys*3/5), nil},
+		{"keys in many list items", "items:\n" + strings.Repeat("  - pattern: p\n", maxBlockKeys*6/5), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var w struct {
+				List  any               `yaml:"list"`
+				Env   map[string]string `yaml:"env"`
+				Env2  map[string]string `yaml:"env2"`
+				Inner *struct {
+					Mode *string `yaml:"mode"`
+				} `yaml:"inner"`
+				Items []struct {
+					Pattern string `yaml:"pattern"`
+				} `yaml:"items"`
+			}
+			_, err := Decode("f.yaml", []byte(tt.src), &w)
+			var got []string
+			if err != nil {
+				got = strings.Split(err.Error(), "\n")
+			}
+			assert.DeepEqual(t, got, tt.want)
+		})
+	}
+	// A 1 MiB file of it is refused at once (before: out of memory).
+	start := time.Now()
+	var w wire
+	_, err := Decode("f.yaml", []byte("list: "+strings.Repeat("[", 1<<20)), &w)
+	assert.ErrorContains(t, err, "nested more than 64 levels deep")
+	assert.Assert(t, time.Since(start) < 10*time.Second, "took %v", time.Since(start))
 }
