@@ -169,8 +169,22 @@ func Find(path, id string) (*Event, error) {
 // the list never shows a command other than the one decided. Every
 // execution is listed.
 func Calls(events []*Event) []*Event {
+	folded := completions(events)
+	out := make([]*Event, 0, len(events))
+	for _, ev := range events {
+		if folded[ev] == nil {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// completions pairs each decision with its own execution, the rule Calls
+// and Linked share: the first execution that follows the decision in the
+// file, links to it, and judged the same command for the same agent.
+func completions(events []*Event) map[*Event]*Event {
 	decisions := map[string]*Event{} // id -> the first decision with it, so far
-	folded := map[*Event]bool{}
+	folded := map[*Event]*Event{}
 	for _, ev := range events {
 		if ev.Data.Execution == nil {
 			if _, seen := decisions[ev.ID]; ev.Type == TypeDecision && !seen {
@@ -178,17 +192,11 @@ func Calls(events []*Event) []*Event {
 			}
 			continue
 		}
-		if d := decisions[ev.Data.LinkedEventID]; d != nil && !folded[d] && sameCall(d, ev) {
-			folded[d] = true
+		if d := decisions[ev.Data.LinkedEventID]; d != nil && folded[d] == nil && sameCall(d, ev) {
+			folded[d] = ev
 		}
 	}
-	out := make([]*Event, 0, len(events))
-	for _, ev := range events {
-		if !folded[ev] {
-			out = append(out, ev)
-		}
-	}
-	return out
+	return folded
 }
 
 // sameCall reports whether execution x can be the completion of decision
@@ -199,14 +207,27 @@ func sameCall(d, x *Event) bool {
 }
 
 // Linked returns the events of the file at path that link to id: a
-// decision's execution, an execution's refused destinations.
+// decision's execution, an execution's refused destinations. An
+// execution is listed only as the completion of the decision shown (the
+// pairing `audit list` folds, see Calls): a line that merely names the
+// id in its linked_event_id, with another command or agent, before the
+// decision, or a second one, is not shown as part of the call.
 func Linked(path, id string) ([]*Event, error) {
 	events, err := ReadAll(path, Filter{})
+	var shown *Event // the event Find returns: the first with the id
+	for _, ev := range events {
+		if ev.ID == id {
+			shown = ev
+			break
+		}
+	}
+	own := completions(events)[shown]
 	var out []*Event
 	for _, ev := range events {
-		if ev.Data.LinkedEventID == id {
-			out = append(out, ev)
+		if ev.Data.LinkedEventID != id || (ev.Data.Execution != nil && ev != own) {
+			continue
 		}
+		out = append(out, ev)
 	}
 	return out, err
 }

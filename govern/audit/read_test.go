@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -161,4 +162,88 @@ func TestReadSkipsHugeLines(t *testing.T) {
 	// allocates (in all, growth included) what the bound costs, not more
 	// (ReadBytes held the whole line: twice its size, at least).
 	assert.Check(t, after.TotalAlloc-before.TotalAlloc < 8*MaxLineBytes, "allocated %d bytes", after.TotalAlloc-before.TotalAlloc)
+}
+
+// `audit show` lists with an event the events of its call, by the rule
+// `audit list` folds them (Calls): a decision's own execution, and no
+// execution that merely names the decision's id in its linked_event_id
+// with another command or agent, before the decision, or after its own.
+func TestLinkedOnlyItsOwnExecution(t *testing.T) {
+	b := testBuilder()
+	decision := func() *Event {
+		r := completedRecord()
+		r.Run = nil
+		return mustBuild(t, b, r)
+	}
+	linked := func(to *Event, edit func(*Event)) *Event {
+		r := completedRecord()
+		r.LinkedEventID = to.ID
+		ev := mustBuild(t, b, r)
+		if edit != nil {
+			edit(ev)
+		}
+		return ev
+	}
+	ids := func(evs []*Event) []string {
+		out := []string{}
+		for _, ev := range evs {
+			out = append(out, ev.ID)
+		}
+		return out
+	}
+	type lines struct {
+		file []*Event // as written, in order
+		show *Event
+		want []*Event
+	}
+	for _, tc := range []struct {
+		name string
+		make func() lines
+	}{
+		{"its own execution", func() lines {
+			d := decision()
+			own := linked(d, nil)
+			return lines{[]*Event{d, own}, d, []*Event{own}}
+		}},
+		{"another command", func() lines {
+			d := decision()
+			forged := linked(d, func(ev *Event) { ev.Data.Command.SHA256 = strings.Repeat("0", 64) })
+			return lines{[]*Event{d, forged}, d, nil}
+		}},
+		{"another agent", func() lines {
+			d := decision()
+			forged := linked(d, func(ev *Event) { ev.Data.Agent = "someone-else" })
+			return lines{[]*Event{d, forged}, d, nil}
+		}},
+		{"before its decision", func() lines {
+			d := decision()
+			early := linked(d, nil)
+			return lines{[]*Event{early, d}, d, nil}
+		}},
+		{"a second after its own", func() lines {
+			d := decision()
+			own, again := linked(d, nil), linked(d, nil)
+			return lines{[]*Event{d, own, again}, d, []*Event{own}}
+		}},
+		{"an execution naming an execution", func() lines {
+			d := decision()
+			own := linked(d, nil)
+			forged := linked(own, nil)
+			return lines{[]*Event{d, own, forged}, own, nil}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := tc.make()
+			path := filepath.Join(t.TempDir(), "events.jsonl")
+			w, err := OpenWriter(path)
+			assert.NilError(t, err)
+			for _, ev := range l.file {
+				assert.NilError(t, w.Write(ev))
+			}
+			assert.NilError(t, w.Close())
+			got, err := Linked(path, l.show.ID)
+			assert.NilError(t, err)
+			assert.DeepEqual(t, ids(got), ids(l.want))
+		})
+	}
 }
