@@ -10,12 +10,12 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/mitrity/mitrity/govern"
+	"github.com/mitrity/mitrity/govern/regfile"
 )
 
 // scriptLookup is how a shell finds a script named without a slash.
@@ -309,18 +309,17 @@ func (w *walker) readScript(p string, pos Pos) (real string, body []byte, ok boo
 		w.flag(FlagScriptNotInspected, pos, "%s: %v", p, err)
 		return "", nil, false
 	}
-	// O_NONBLOCK: a named pipe (a run can make one in the workspace) is
-	// not opened waiting for a writer, but refused below as not a regular
-	// file; a regular file reads the same either way.
-	f, err := os.OpenFile(real, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	// A named pipe (a run can make one in the workspace) is not opened
+	// waiting for a writer, but refused as not a regular file (regfile).
+	f, err := regfile.Open(real)
 	if err != nil {
 		w.flag(FlagScriptNotInspected, pos, "%s: %v", p, err)
 		return "", nil, false
 	}
 	defer f.Close()
 	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() {
-		w.flag(FlagScriptNotInspected, pos, "%s is not a regular file", p)
+	if err != nil {
+		w.flag(FlagScriptNotInspected, pos, "%s: %v", p, err)
 		return "", nil, false
 	}
 	if st.Size() > w.in.MaxScriptBytes {
