@@ -54,22 +54,8 @@ func TestCallsFoldOnlyTheirOwnExecution(t *testing.T) {
 		r.Run = nil
 		return r
 	}
-	linked := func(d *Event, edit func(*Event)) *Event {
-		r := completedRecord()
-		r.LinkedEventID = d.ID
-		ev := mustBuild(t, b, r)
-		if edit != nil {
-			edit(ev)
-		}
-		return ev
-	}
-	ids := func(evs []*Event) []string {
-		var out []string
-		for _, ev := range evs {
-			out = append(out, ev.ID)
-		}
-		return out
-	}
+	linked := func(d *Event, edit func(*Event)) *Event { return linkedExecution(t, b, d, edit) }
+	ids := eventIDs
 	t.Run("another command", func(t *testing.T) {
 		d := mustBuild(t, b, decisionOf(completedRecord()))
 		forged := linked(d, func(ev *Event) { ev.Data.Command.SHA256 = strings.Repeat("0", 64) })
@@ -175,22 +161,8 @@ func TestLinkedOnlyItsOwnExecution(t *testing.T) {
 		r.Run = nil
 		return mustBuild(t, b, r)
 	}
-	linked := func(to *Event, edit func(*Event)) *Event {
-		r := completedRecord()
-		r.LinkedEventID = to.ID
-		ev := mustBuild(t, b, r)
-		if edit != nil {
-			edit(ev)
-		}
-		return ev
-	}
-	ids := func(evs []*Event) []string {
-		out := []string{}
-		for _, ev := range evs {
-			out = append(out, ev.ID)
-		}
-		return out
-	}
+	linked := func(to *Event, edit func(*Event)) *Event { return linkedExecution(t, b, to, edit) }
+	ids := eventIDs
 	type lines struct {
 		file []*Event // as written, in order
 		show *Event
@@ -246,4 +218,26 @@ func TestLinkedOnlyItsOwnExecution(t *testing.T) {
 			assert.DeepEqual(t, ids(got), ids(l.want))
 		})
 	}
+}
+
+// linkedExecution is an execution that names to in its linked_event_id,
+// edited by edit (nil: as the gateway writes it).
+func linkedExecution(t *testing.T, b Builder, to *Event, edit func(*Event)) *Event {
+	t.Helper()
+	r := completedRecord()
+	r.LinkedEventID = to.ID
+	ev := mustBuild(t, b, r)
+	if edit != nil {
+		edit(ev)
+	}
+	return ev
+}
+
+// eventIDs are the ids of evs, in order.
+func eventIDs(evs []*Event) []string {
+	var out []string
+	for _, ev := range evs {
+		out = append(out, ev.ID)
+	}
+	return out
 }
