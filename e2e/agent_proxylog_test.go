@@ -15,7 +15,8 @@ import (
 // bash builtins). The session's egress proxy refuses it and logs the
 // target at warn into the launcher's log: the value is replaced there, as
 // in every other line the gateway logs. Before, the agent session's proxy
-// was relayed unscrubbed and the key was in the launcher's log in full.
+// was relayed unscrubbed and the key was in the launcher's log in full,
+// and in the session's end event (denied_hosts) in the audit trail.
 // As root (the agent as exec.run_as) and as the unprivileged user.
 func TestAgentProxyLogScrubbed(t *testing.T) {
 	forGatewayIdentities(t, testAgentProxyLogScrubbed)
@@ -45,5 +46,15 @@ func testAgentProxyLogScrubbed(t *testing.T, asUser bool) {
 	}
 	if !strings.Contains(r.stderr, "[REDACTED:") {
 		t.Errorf("no marker where the value was:\n%s", r.stderr)
+	}
+	// The session's end event names the refused target (denied_hosts):
+	// scrubbed there too.
+	b, err = os.ReadFile(lw.audit)
+	must(t, err)
+	if trail := strings.ToLower(string(b)); strings.Contains(trail, key) || strings.Contains(trail, key[len(key)/2:]) {
+		t.Errorf("the agent's API key is in the audit trail:\n%s", b)
+	}
+	if !strings.Contains(string(b), "[REDACTED:credential:ANTHROPIC_API_KEY].leak.invalid:443") {
+		t.Errorf("the end event does not name the refused target, scrubbed:\n%s", b)
 	}
 }

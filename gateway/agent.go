@@ -211,16 +211,17 @@ func newAgentLaunch(c *cli.Context, cfg *config.Config, svc *service.Service, lo
 		return nil, err
 	}
 	l.closers = append(l.closers, func() { w.Close() })
-	// The session's proxy logs its targets into this log: the agent holds
-	// the values its environment was given and can spell a destination
-	// with one, so they are scrubbed, and so is every value the gateway
-	// knows, as in the service's runs.
+	// The session's proxy logs its targets into this log, and its report
+	// names the refused ones in the end event: the agent holds the values
+	// its environment was given and can spell a destination with one, so
+	// they are scrubbed, and so is every value the gateway knows, as in
+	// the service's runs.
 	scrub, err := plan.Env.Scrubber(svc.ScrubText)
 	if err != nil {
 		return nil, err
 	}
 	l.deps = agentlaunch.Deps{
-		Helper: helper, ProxyPath: egress.FindBinary(), ProxyLog: egress.LogTo(logger, scrub), ProxyLevel: egress.LogLevel(logger),
+		Helper: helper, ProxyPath: egress.FindBinary(), ProxyLog: egress.LogTo(logger, scrub), ProxyLevel: egress.LogLevel(logger), Scrub: scrub,
 		Audit: w, Source: audit.DefaultSource(), LaunchedBy: os.Getuid(), Logger: logger,
 		Stdio: sandbox.Stdio{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr},
 		Serve: func(session string) (func(), error) {

@@ -141,7 +141,9 @@ func contains(s []string, v string) bool {
 func TestFilteredEnvScrubber(t *testing.T) {
 	const key = "sk-ant-api03-scrubberUnitKey0123456789"
 	f := FilterEnv([]string{"HOME=/home/agentuser", "ANTHROPIC_API_KEY=" + key, "MODE=fast", "AGENT_ISO_ALLOW=ANTHROPIC_API_KEY,MODE"}, nil, zerolog.Nop())
-	known := func(s string) string { return strings.ReplaceAll(s, "gatewayknownvalue", "[REDACTED:credential:known]") }
+	known := func(s string) string {
+		return strings.ReplaceAll(s, "gatewayknownvalue", "[REDACTED:credential:known]")
+	}
 	scrub, err := f.Scrubber(known)
 	if err != nil {
 		t.Fatal(err)

@@ -27,6 +27,10 @@ type Deps struct {
 	// ProxyLog receives the proxy's decision lines at ProxyLevel.
 	ProxyLog   io.Writer
 	ProxyLevel string
+	// Scrub takes credential values out of the proxy's report before the
+	// end event records it (denied_hosts: a target the agent spelled with
+	// one); nil: none. ProxyLog's lines are its writer's to scrub.
+	Scrub func(string) string
 	// Audit is the gateway's audit log; Source the events' source.
 	Audit  *audit.Writer
 	Source string
@@ -90,9 +94,12 @@ func Run(ctx context.Context, p *Plan, d Deps) (Outcome, error) {
 		end.Isolation.SandboxMode = &m
 	}
 	if rep != nil {
-		eg := audit.Egress{Allowed: rep.Allowed, Denied: rep.Denied, DeniedHosts: rep.DeniedHosts}
-		if eg.DeniedHosts == nil {
-			eg.DeniedHosts = []string{}
+		eg := audit.Egress{Allowed: rep.Allowed, Denied: rep.Denied, DeniedHosts: []string{}}
+		for _, h := range rep.DeniedHosts {
+			if d.Scrub != nil {
+				h = d.Scrub(h)
+			}
+			eg.DeniedHosts = append(eg.DeniedHosts, h)
 		}
 		end.Egress = &eg
 	}
