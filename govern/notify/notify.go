@@ -174,11 +174,17 @@ type Notifier struct {
 	link    string
 	webhook *webhook
 
+	rates *rates
+
+	sent, suppressed, failures atomic.Uint64
+}
+
+// rates is a Notifier's rate-limit windows; ShareRates hands them to the
+// notifier a reload builds.
+type rates struct {
 	mu        sync.Mutex
 	windows   map[rateKey]*window
 	lastSweep time.Time
-
-	sent, suppressed, failures atomic.Uint64
 }
 
 type rateKey struct {
@@ -193,7 +199,7 @@ type window struct {
 
 // New returns a Notifier that logs to logger and, with WithWebhook, posts.
 func New(logger zerolog.Logger, opts ...Option) (*Notifier, error) {
-	n := &Notifier{logger: logger, now: time.Now, link: DefaultEventLink, windows: map[rateKey]*window{}}
+	n := &Notifier{logger: logger, now: time.Now, link: DefaultEventLink, rates: &rates{windows: map[rateKey]*window{}}}
 	for _, o := range opts {
 		if err := o(n); err != nil {
 			return nil, err
@@ -207,6 +213,16 @@ func New(logger zerolog.Logger, opts ...Option) (*Notifier, error) {
 		}
 	}
 	return n, nil
+}
+
+// ShareRates makes n count against prev's rate-limit windows: a reload
+// builds a new notifier, and without them every SIGHUP (logrotate's
+// weekly one among them) would let each key fire again at once. Call it
+// before n is used; prev may still be notifying (the windows are locked).
+func (n *Notifier) ShareRates(prev *Notifier) {
+	if prev != nil {
+		n.rates = prev.rates
+	}
 }
 
 // Sent, Suppressed and WebhookFailures are counters for the metrics.
@@ -281,19 +297,20 @@ func (n *Notifier) deliver(ctx context.Context, key rateKey, no Notification, te
 // one-hour window and is sent; the rest inside it are counted and dropped;
 // the first after it is sent with that count and opens a new window.
 func (n *Notifier) admit(key rateKey, now time.Time) (suppressed int, ok bool) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if now.Sub(n.lastSweep) >= Window {
+	r := n.rates
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if now.Sub(r.lastSweep) >= Window {
 		// An expired window is kept only while it carries a suppressed
 		// count for the next notification, and for a day at most.
-		for k, w := range n.windows {
+		for k, w := range r.windows {
 			if age := now.Sub(w.start); age >= Window && w.suppressed == 0 || age >= 24*Window {
-				delete(n.windows, k)
+				delete(r.windows, k)
 			}
 		}
-		n.lastSweep = now
+		r.lastSweep = now
 	}
-	w := n.windows[key]
+	w := r.windows[key]
 	if w != nil && now.Sub(w.start) < Window {
 		w.suppressed++
 		return 0, false
@@ -301,7 +318,7 @@ func (n *Notifier) admit(key rateKey, now time.Time) (suppressed int, ok bool) {
 	if w != nil {
 		suppressed = w.suppressed
 	}
-	n.windows[key] = &window{start: now}
+	r.windows[key] = &window{start: now}
 	return suppressed, true
 }
 

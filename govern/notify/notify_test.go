@@ -462,3 +462,39 @@ func TestKindVocabulary(t *testing.T) {
 	var k Kind
 	assert.ErrorContains(t, json.Unmarshal([]byte(`"sandbox_degraded"`), &k), "unknown notification kind")
 }
+
+// TestShareRates: a notifier that shares another's windows (a reload's)
+// suppresses what the other already sent within the hour; one that does
+// not would send it again.
+func TestShareRates(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	first, clock, _ := newTest(t)
+	ok, err := first.SandboxDegraded(ctx, denied("a1"))
+	assert.NilError(t, err)
+	assert.Assert(t, ok, "first for the key is sent")
+
+	fresh, _, _ := newTest(t)
+	ok, err = fresh.SandboxDegraded(ctx, denied("a1"))
+	assert.NilError(t, err)
+	assert.Assert(t, ok, "a notifier of its own has windows of its own")
+
+	reloaded, err := New(zerolog.Nop(), WithClock(clock.Now), WithHost("build-7.example"))
+	assert.NilError(t, err)
+	reloaded.ShareRates(first)
+	clock.Advance(10 * time.Minute)
+	ok, err = reloaded.SandboxDegraded(ctx, denied("a1"))
+	assert.NilError(t, err)
+	assert.Assert(t, !ok, "the reloaded notifier suppresses the key the last one sent within the hour")
+	ok, err = reloaded.SandboxDegraded(ctx, denied("a2"))
+	assert.NilError(t, err)
+	assert.Assert(t, ok, "another key is sent")
+	clock.Advance(50 * time.Minute)
+	ok, err = reloaded.SandboxDegraded(ctx, denied("a1"))
+	assert.NilError(t, err)
+	assert.Assert(t, ok, "an hour after the first: released")
+	reloaded.ShareRates(nil) // no previous notifier: its own windows stay
+	ok, err = reloaded.SandboxDegraded(ctx, denied("a1"))
+	assert.NilError(t, err)
+	assert.Assert(t, !ok, "and the window it opened holds")
+}

@@ -276,6 +276,9 @@ func (s *Service) Reload(cfg *config.Config, logger zerolog.Logger) error {
 	if err != nil {
 		return err
 	}
+	if g.notifier != nil {
+		g.notifier.ShareRates(old.notifier) // once an hour per key, across reloads too
+	}
 	s.known.readable(cfg)
 	s.gen.Store(g)
 	if g.slots != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/mitrity/mitrity/govern/audit"
 	"github.com/mitrity/mitrity/govern/config"
 	"github.com/mitrity/mitrity/govern/executor"
+	"github.com/mitrity/mitrity/govern/notify"
 	"github.com/mitrity/mitrity/govern/plan"
 	"github.com/mitrity/mitrity/govern/sandbox"
 )
@@ -336,4 +337,24 @@ func TestAdmitRedeem(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReloadKeepsNotificationWindows: the notifier a SIGHUP reload builds
+// counts against the last one's hourly windows, so a reload does not let
+// every degradation alert fire again at once.
+func TestReloadKeepsNotificationWindows(t *testing.T) {
+	svc := newTestService(t, &fakeRunner{}, &fakeSink{}, false)
+	ctx := context.Background()
+	d := notify.Degradation{Agent: "a1", EventID: "0a1b2c3d-0000-4000-8000-000000000001", Mode: govern.SandboxNone,
+		Requested: "none", HostReason: "exec.sandbox.backend is none", Status: govern.StatusCompleted}
+	old := svc.gen.Load()
+	ok, err := old.notifier.SandboxDegraded(ctx, d)
+	assert.NilError(t, err)
+	assert.Assert(t, ok)
+	assert.NilError(t, svc.Reload(old.cfg, zerolog.Nop()))
+	g := svc.gen.Load()
+	assert.Assert(t, g != old && g.notifier != old.notifier, "the reload built a new generation")
+	ok, err = g.notifier.SandboxDegraded(ctx, d)
+	assert.NilError(t, err)
+	assert.Assert(t, !ok, "the reloaded notifier sent again what the last one sent within the hour")
 }
